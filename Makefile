@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+#   make                 module for the default kernel + the flowbulk tool
+#   make module KVER=V   module for another installed kernel (or KDIR=path)
+#   make modules-all     module for every installed kernel (tools/kernels)
+#   make check           set-up, build, every test; ends with "N passed, N failed"
+#   make demo            the demo: VM, topology, traffic, side-by-side figures
+#   make bench           the full benchmark matrix
+#   make setup           install what the build, tests and demo need (apt-get)
+
+KVER ?= $(shell tools/kernels --default 2>/dev/null)
+KDIR ?= /lib/modules/$(KVER)/build
+BUILD ?= $(CURDIR)/build
+KBUILD_OUT := $(BUILD)/kmod/$(KVER)
+JOBS ?= $(shell nproc)
+
+.PHONY: all module modules-all userspace check demo bench setup clean help
+
+all: module userspace
+
+# Each kernel gets its own copy of the sources so that builds for different
+# kernels never share object files.
+module:
+	@test -n "$(KVER)" || { echo "no kernel headers found: run 'make setup'" >&2; exit 1; }
+	@mkdir -p $(KBUILD_OUT)
+	@cp -a Kbuild module $(KBUILD_OUT)/
+	$(MAKE) -C $(KDIR) M=$(KBUILD_OUT) W=1 -j$(JOBS) modules
+	@tools/vm/mkmoddb $(KVER) $(KBUILD_OUT)/module/nf_flow_bulk.ko $(KBUILD_OUT)/moddb
+	@echo "built $(KBUILD_OUT)/module/nf_flow_bulk.ko"
+
+modules-all:
+	@for v in $$(tools/kernels); do $(MAKE) --no-print-directory module KVER=$$v || exit 1; done
+
+userspace:
+	cmake -S userspace -B $(BUILD)/userspace -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD)/userspace -j$(JOBS)
+
+check:
+	tools/check
+
+demo:
+	tools/demo
+
+bench:
+	tools/bench/run
+
+setup:
+	tools/setup
+
+clean:
+	rm -rf $(BUILD)
+
+help:
+	@sed -n '3,10p' Makefile
