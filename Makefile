@@ -14,7 +14,7 @@ BUILD ?= $(CURDIR)/build
 KBUILD_OUT := $(BUILD)/kmod/$(KVER)
 JOBS ?= $(shell nproc)
 
-.PHONY: all module modules-all userspace check demo bench setup clean help
+.PHONY: all module bench-module modules-all userspace check demo bench setup clean help
 
 all: module userspace
 
@@ -28,8 +28,17 @@ module:
 	@tools/vm/mkmoddb $(KVER) $(KBUILD_OUT)/module/nf_flow_bulk.ko $(KBUILD_OUT)/moddb
 	@echo "built $(KBUILD_OUT)/module/nf_flow_bulk.ko"
 
+# The benchmark's generator and sink (tools/bench/kmod), not the product.
+bench-module:
+	@test -n "$(KVER)" || { echo "no kernel headers found: run 'make setup'" >&2; exit 1; }
+	@mkdir -p $(KBUILD_OUT)/bench
+	@cp -a tools/bench/kmod/. $(KBUILD_OUT)/bench/
+	$(MAKE) -C $(KDIR) M=$(KBUILD_OUT)/bench W=1 -j$(JOBS) modules
+
 modules-all:
-	@for v in $$(tools/kernels); do $(MAKE) --no-print-directory module KVER=$$v || exit 1; done
+	@for v in $$(tools/kernels); do \
+		$(MAKE) --no-print-directory module bench-module KVER=$$v || exit 1; \
+	done
 
 userspace:
 	cmake -S userspace -B $(BUILD)/userspace -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

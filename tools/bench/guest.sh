@@ -1,0 +1,173 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# One boot's worth of benchmark points, run inside the guest (tools/bench/run
+# boots it with --icount). Prints one JSON object per point on stdout.
+#
+#   tools/bench/guest.sh [--links "veth"] [--gro "on off"] [--flows "1 10"]
+#                        [--configs "gen-alone drop-west plain stock bulk"]
+#                        [--count N] [--burst N] [--len N] [--family 4|6]
+#
+# Configurations:
+#   gen-alone  the generator sending into a dummy device (its own cost)
+#   drop-west  generator, one hop, received and consumed at west's ingress
+#   plain      forwarding through west and east, no nftables
+#   stock      the stock flowtable on both routers
+#   bulk       the stock flowtable plus nf_flow_bulk attached, both routers
+# Under -icount shift=0 one guest nanosecond is one instruction: a point's
+# cost is (last packet at the sink - generator start) / packets received.
+set -eu
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+# shellcheck source=tools/bench/topology.sh
+source tools/bench/topology.sh
+
+links="veth"
+gro="on off"
+flows_list="1 10"
+configs="gen-alone drop-west plain stock bulk"
+count=20000
+burst=32
+len=128
+family=4
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--links) links=$2; shift 2 ;;
+	--gro) gro=$2; shift 2 ;;
+	--flows) flows_list=$2; shift 2 ;;
+	--configs) configs=$2; shift 2 ;;
+	--count) count=$2; shift 2 ;;
+	--burst) burst=$2; shift 2 ;;
+	--len) len=$2; shift 2 ;;
+	--family) family=$2; shift 2 ;;
+	*) echo "guest.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+
+kver=$(uname -r)
+# ip netns exec mounts a fresh /sys, without debugfs: use a mount of our own.
+debugfs=/run/nfb-debugfs
+mkdir -p "$debugfs"
+mountpoint -q "$debugfs" || mount -t debugfs debugfs "$debugfs"
+ctl=$debugfs/nfb_bench/ctl
+flowbulk=$repo/build/userspace/flowbulk
+
+cleanup() {
+	topo_destroy
+	rmmod nfb_bench 2>/dev/null
+	return 0
+}
+trap cleanup EXIT
+
+insmod "$repo/build/kmod/$kver/bench/nfb_bench.ko"
+# shellcheck source=selftests/lib.sh
+source selftests/lib.sh
+bulk_ok=0
+if nfb_load_module 2>/dev/null && [ -x "$flowbulk" ]; then
+	bulk_ok=1
+fi
+
+if [ "$family" = 6 ]; then
+	src=fd00:1::1 dst=$TOPO_DST6
+else
+	src=10.0.1.1 dst=$TOPO_DST4
+fi
+
+in_ns() { ip netns exec "$@"; }
+mac_of() { in_ns "$1" cat "/sys/class/net/$2/address"; }
+ctl_get() { in_ns "$NS_SUNSET" cat "$ctl" | sed -n "s/^$1=//p"; }
+
+gen() { # gen DEV DMAC COUNT FLOWS
+	echo "gen dev=$1 dmac=$2 src=$src dst=$dst flows=$4 count=$3 burst=$burst len=$len" |
+		in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
+}
+
+offloaded() { # offloaded NS: flows of this family in the flowtable
+	in_ns "$1" conntrack -L -f "ipv$family" 2>/dev/null | grep -c OFFLOAD || true
+}
+
+bulk_attach() {
+	in_ns "$NS_WEST" "$flowbulk" attach inet nfb_bench ft &&
+		in_ns "$NS_EAST" "$flowbulk" attach inet nfb_bench ft
+}
+
+point() { # point LINK GRO CONFIG FLOWS
+	local link=$1 g=$2 config=$3 flows=$4 dev=s0 sink_ns=$NS_SUNRISE sink_dev=r0
+	local dmac status=ok start last sent recv reord elapsed west_off=0 east_off=0
+	topo_flowtable_del
+	case "$config" in
+	gen-alone) dev=d0 sink_ns= ;;
+	drop-west) sink_ns=$NS_WEST sink_dev=w0 ;;
+	plain) ;;
+	stock) topo_flowtable_add ;;
+	bulk)
+		if [ "$bulk_ok" = 1 ]; then
+			topo_flowtable_add
+			bulk_attach || status=attach-failed
+		else
+			status=unavailable
+		fi
+		;;
+	esac
+	dmac=$(mac_of "$NS_WEST" w0)
+	echo "sink off" | in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
+	if [ -n "$sink_ns" ]; then
+		echo "sink dev=$sink_dev" | in_ns "$sink_ns" tee "$ctl" >/dev/null
+	fi
+	if [ "$status" = ok ]; then
+		# Warm-up: resolves neighbours and, with a flowtable, puts every
+		# flow in it. A UDP flow is offloaded by a packet that finds its
+		# conntrack entry confirmed; packets of one NAPI batch go through
+		# prerouting together, before the first is confirmed, so the
+		# warm-up is three separate runs.
+		gen "$dev" "$dmac" "$flows" "$flows"
+		gen "$dev" "$dmac" "$flows" "$flows"
+		gen "$dev" "$dmac" "$flows" "$flows"
+		if [ "$config" = stock ] || [ "$config" = bulk ]; then
+			west_off=$(offloaded "$NS_WEST")
+			east_off=$(offloaded "$NS_EAST")
+		fi
+		echo reset | in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
+		gen "$dev" "$dmac" "$count" "$flows"
+	fi
+	sent=$(ctl_get gen_sent)
+	start=$(ctl_get gen_start_ns)
+	if [ -n "$sink_ns" ]; then
+		recv=$(ctl_get sink_packets)
+		reord=$(ctl_get sink_reordered)
+		last=$(ctl_get sink_last_ns)
+	else
+		recv=$sent
+		reord=0
+		last=$(ctl_get gen_end_ns)
+	fi
+	elapsed=$((last - start))
+	jq -cnM --arg kernel "$kver" --arg link "$link" --arg gro "$g" \
+		--arg config "$config" --arg status "$status" \
+		--argjson flows "$flows" --argjson family "$family" \
+		--argjson len "$len" --argjson burst "$burst" \
+		--argjson sent "${sent:-0}" --argjson received "${recv:-0}" \
+		--argjson reordered "${reord:-0}" --argjson elapsed_ns "$elapsed" \
+		--argjson offloaded_west "$west_off" --argjson offloaded_east "$east_off" \
+		'{kernel: $kernel, link: $link, gro: $gro, config: $config,
+		  status: $status, flows: $flows, family: $family, len: $len,
+		  burst: $burst, sent: $sent, received: $received,
+		  reordered: $reordered, elapsed_ns: $elapsed_ns,
+		  offloaded_west: $offloaded_west, offloaded_east: $offloaded_east,
+		  delivered: ($status == "ok" and $sent > 0 and $sent == $received),
+		  instructions_per_packet:
+		    (if $received > 0 then ($elapsed_ns / $received) else null end)}'
+}
+
+for link in $links; do
+	topo_create "$link"
+	for g in $gro; do
+		topo_gro "$g"
+		for flows in $flows_list; do
+			for config in $configs; do
+				point "$link" "$g" "$config" "$flows"
+			done
+		done
+	done
+done

@@ -1,0 +1,532 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nfb_bench: the benchmark's UDP burst generator and packet sink.
+ *
+ * pktgen on veth hands the receiver a shared skb, which makes every
+ * plain-forwarded packet get copied and inflates the flowtable's apparent
+ * gain. This generator sends fresh skbs, built beforehand, in bursts of N
+ * inside one BH-disabled section, so a veth peer in NAPI mode receives NAPI
+ * batches of N. The sink is a netdev ingress hook that consumes the
+ * generator's packets (and nothing else: ARP and neighbour discovery pass),
+ * counts them, checks per-flow order and records the time of the last one.
+ * Under QEMU -icount shift=0 guest nanoseconds are guest instructions, so
+ * (sink last - generator start) / packets is instructions per packet.
+ *
+ * Control, from a process in the network namespace of the device:
+ *   echo "gen dev=D dmac=M src=IP dst=IP [sport=N dport=N flows=N len=N
+ *         burst=N count=N ttl=N tos=N]" > /sys/kernel/debug/nfb_bench/ctl
+ *   echo "sink dev=D" > ...;  echo "sink off" > ...;  echo reset > ...
+ *   cat /sys/kernel/debug/nfb_bench/ctl     (key=value results)
+ */
+#include <linux/debugfs.h>
+#include <linux/etherdevice.h>
+#include <linux/inet.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/module.h>
+#include <linux/netdevice.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter_netdev.h>
+#include <linux/sched/signal.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <linux/udp.h>
+#include <net/ip.h>
+#include <net/ip6_checksum.h>
+#include <net/net_namespace.h>
+
+#define NFB_BENCH_MAGIC		0x6e666262	/* "nfbb" */
+#define NFB_BENCH_MAX_BURST	256
+#define NFB_BENCH_MAX_FLOWS	65536
+
+struct nfb_bench_payload {
+	__be32 magic;
+	__be32 flow;
+	__be64 seq;
+};
+
+struct nfb_gen_params {
+	char dev[IFNAMSIZ];
+	u8 dmac[ETH_ALEN];
+	bool ipv6;
+	union {
+		__be32 v4;
+		struct in6_addr v6;
+	} src, dst;
+	u16 sport, dport;
+	u32 flows, len, burst, ttl, tos;
+	u64 count;
+};
+
+struct nfb_sink_pcpu {
+	u64 packets;
+	u64 bytes;
+	u64 reordered;
+	u64 first_ns;
+	u64 last_ns;
+};
+
+static DEFINE_MUTEX(nfb_lock);	/* control writes and sink (un)registration */
+static struct dentry *nfb_dir;
+
+/* Results of the last generator run. */
+static u64 gen_sent, gen_dropped, gen_start_ns, gen_end_ns;
+
+/* The sink: one at a time. */
+static struct nf_hook_ops sink_ops;
+static struct net *sink_net;
+static struct net_device *sink_dev;
+static struct nfb_sink_pcpu __percpu *sink_stats;
+static u64 *sink_next_seq;	/* per flow; NFB_BENCH_MAX_FLOWS entries */
+
+static unsigned int nfb_sink_hook(void *priv, struct sk_buff *skb,
+				  const struct nf_hook_state *state)
+{
+	const struct nfb_bench_payload *pl;
+	struct nfb_sink_pcpu *st;
+	unsigned int off;
+	u32 flow;
+	u64 seq, now;
+
+	switch (skb->protocol) {
+	case htons(ETH_P_IP):
+		off = sizeof(struct iphdr);
+		if (!pskb_may_pull(skb, off) || ip_hdr(skb)->protocol != IPPROTO_UDP)
+			return NF_ACCEPT;
+		off = ip_hdr(skb)->ihl * 4;
+		break;
+	case htons(ETH_P_IPV6):
+		off = sizeof(struct ipv6hdr);
+		if (!pskb_may_pull(skb, off) || ipv6_hdr(skb)->nexthdr != IPPROTO_UDP)
+			return NF_ACCEPT;
+		break;
+	default:
+		return NF_ACCEPT;
+	}
+	off += sizeof(struct udphdr);
+	if (!pskb_may_pull(skb, off + sizeof(*pl)))
+		return NF_ACCEPT;
+	pl = (const struct nfb_bench_payload *)(skb->data + off);
+	if (pl->magic != htonl(NFB_BENCH_MAGIC))
+		return NF_ACCEPT;
+
+	now = ktime_get_ns();
+	st = this_cpu_ptr(sink_stats);
+	if (!st->packets)
+		st->first_ns = now;
+	st->packets++;
+	st->bytes += skb->len;
+	st->last_ns = now;
+	flow = ntohl(pl->flow);
+	seq = be64_to_cpu(pl->seq);
+	if (flow < NFB_BENCH_MAX_FLOWS) {
+		if (seq < READ_ONCE(sink_next_seq[flow]))
+			st->reordered++;
+		else
+			WRITE_ONCE(sink_next_seq[flow], seq + 1);
+	}
+	consume_skb(skb);
+	return NF_STOLEN;
+}
+
+static void nfb_sink_reset(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		memset(per_cpu_ptr(sink_stats, cpu), 0, sizeof(struct nfb_sink_pcpu));
+	memset(sink_next_seq, 0, NFB_BENCH_MAX_FLOWS * sizeof(*sink_next_seq));
+}
+
+/* Called with nfb_lock held. */
+static void nfb_sink_off(void)
+{
+	if (!sink_dev)
+		return;
+	nf_unregister_net_hook(sink_net, &sink_ops);
+	dev_put(sink_dev);
+	put_net(sink_net);
+	sink_dev = NULL;
+	sink_net = NULL;
+}
+
+static int nfb_sink_on(struct net *net, const char *name)
+{
+	struct net_device *dev;
+	int err;
+
+	dev = dev_get_by_name(net, name);
+	if (!dev)
+		return -ENODEV;
+	nfb_sink_off();
+	memset(&sink_ops, 0, sizeof(sink_ops));
+	sink_ops.hook = nfb_sink_hook;
+	sink_ops.pf = NFPROTO_NETDEV;
+	sink_ops.hooknum = NF_NETDEV_INGRESS;
+	sink_ops.priority = INT_MIN + 1;
+	sink_ops.dev = dev;
+	err = nf_register_net_hook(net, &sink_ops);
+	if (err) {
+		dev_put(dev);
+		return err;
+	}
+	sink_dev = dev;
+	sink_net = get_net(net);
+	nfb_sink_reset();
+	return 0;
+}
+
+static int nfb_netdev_event(struct notifier_block *nb, unsigned long event,
+			    void *ptr)
+{
+	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
+
+	if (event != NETDEV_UNREGISTER)
+		return NOTIFY_DONE;
+	mutex_lock(&nfb_lock);
+	if (dev == sink_dev)
+		nfb_sink_off();
+	mutex_unlock(&nfb_lock);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block nfb_netdev_notifier = {
+	.notifier_call = nfb_netdev_event,
+};
+
+static struct sk_buff *nfb_gen_build(struct net_device *dev,
+				     const struct nfb_gen_params *p, u32 flow,
+				     u64 seq)
+{
+	unsigned int l3len = p->len - ETH_HLEN, ulen;
+	struct nfb_bench_payload *pl;
+	struct sk_buff *skb;
+	struct udphdr *uh;
+	struct ethhdr *eth;
+
+	skb = alloc_skb(LL_RESERVED_SPACE(dev) + p->len + dev->needed_tailroom,
+			GFP_KERNEL);
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, LL_RESERVED_SPACE(dev));
+	skb_reset_mac_header(skb);
+	eth = skb_put(skb, ETH_HLEN);
+	ether_addr_copy(eth->h_dest, p->dmac);
+	ether_addr_copy(eth->h_source, dev->dev_addr);
+	skb_set_network_header(skb, ETH_HLEN);
+
+	if (p->ipv6) {
+		struct ipv6hdr *ip6 = skb_put_zero(skb, sizeof(*ip6));
+
+		eth->h_proto = htons(ETH_P_IPV6);
+		ulen = l3len - sizeof(*ip6);
+		ip6_flow_hdr(ip6, p->tos, 0);
+		ip6->payload_len = htons(ulen);
+		ip6->nexthdr = IPPROTO_UDP;
+		ip6->hop_limit = p->ttl;
+		ip6->saddr = p->src.v6;
+		ip6->daddr = p->dst.v6;
+	} else {
+		struct iphdr *iph = skb_put_zero(skb, sizeof(*iph));
+
+		eth->h_proto = htons(ETH_P_IP);
+		ulen = l3len - sizeof(*iph);
+		iph->version = 4;
+		iph->ihl = 5;
+		iph->tos = p->tos;
+		iph->tot_len = htons(l3len);
+		iph->frag_off = htons(IP_DF);
+		iph->ttl = p->ttl;
+		iph->protocol = IPPROTO_UDP;
+		iph->saddr = p->src.v4;
+		iph->daddr = p->dst.v4;
+		ip_send_check(iph);
+	}
+	skb_set_transport_header(skb, skb->len);
+	uh = skb_put_zero(skb, ulen);
+	uh->source = htons(p->sport + flow);
+	uh->dest = htons(p->dport);
+	uh->len = htons(ulen);
+	pl = (struct nfb_bench_payload *)(uh + 1);
+	pl->magic = htonl(NFB_BENCH_MAGIC);
+	pl->flow = htonl(flow);
+	pl->seq = cpu_to_be64(seq);
+	if (p->ipv6)
+		uh->check = csum_ipv6_magic(&p->src.v6, &p->dst.v6, ulen,
+					    IPPROTO_UDP, csum_partial(uh, ulen, 0));
+	else
+		uh->check = csum_tcpudp_magic(p->src.v4, p->dst.v4, ulen,
+					      IPPROTO_UDP, csum_partial(uh, ulen, 0));
+	if (!uh->check)
+		uh->check = CSUM_MANGLED_0;
+
+	skb->protocol = eth->h_proto;
+	skb->dev = dev;
+	skb->ip_summed = CHECKSUM_NONE;
+	return skb;
+}
+
+static int nfb_gen_run(struct net *net, const struct nfb_gen_params *p)
+{
+	struct sk_buff **burst;
+	struct net_device *dev;
+	u64 sent = 0, dropped = 0, seq = 0, start;
+	u32 flow = 0, i, n;
+	int err = 0;
+
+	dev = dev_get_by_name(net, p->dev);
+	if (!dev)
+		return -ENODEV;
+	burst = kcalloc(p->burst, sizeof(*burst), GFP_KERNEL);
+	if (!burst) {
+		dev_put(dev);
+		return -ENOMEM;
+	}
+
+	start = ktime_get_ns();
+	while (sent + dropped < p->count) {
+		n = min_t(u64, p->burst, p->count - sent - dropped);
+		/* Build the burst first: it then arrives as a NIC would pass it. */
+		for (i = 0; i < n; i++) {
+			burst[i] = nfb_gen_build(dev, p, flow, seq);
+			if (!burst[i]) {
+				err = -ENOMEM;
+				break;
+			}
+			if (++flow == p->flows) {
+				flow = 0;
+				seq++;
+			}
+		}
+		n = i;
+		local_bh_disable();
+		for (i = 0; i < n; i++) {
+			if (dev_queue_xmit(burst[i]) == NET_XMIT_SUCCESS)
+				sent++;
+			else
+				dropped++;
+		}
+		local_bh_enable();
+		if (err)
+			break;
+		if (signal_pending(current)) {
+			err = -EINTR;
+			break;
+		}
+		cond_resched();
+	}
+	gen_start_ns = start;
+	gen_end_ns = ktime_get_ns();
+	gen_sent = sent;
+	gen_dropped = dropped;
+	kfree(burst);
+	dev_put(dev);
+	return err;
+}
+
+static int nfb_parse_u32(const char *val, u32 min, u32 max, u32 *out)
+{
+	u32 v;
+
+	if (kstrtou32(val, 0, &v) || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int nfb_parse_gen(char *args, struct nfb_gen_params *p)
+{
+	bool have_src = false, have_dst = false, have_mac = false, v6 = false;
+	char *tok, *val;
+	u32 v;
+	int err = 0;
+
+	*p = (struct nfb_gen_params){ .sport = 10000, .dport = 9, .flows = 1,
+				      .len = 128, .burst = 32, .count = 1000,
+				      .ttl = 64 };
+	while ((tok = strsep(&args, " \t\n")) && !err) {
+		if (!*tok)
+			continue;
+		val = strchr(tok, '=');
+		if (!val)
+			return -EINVAL;
+		*val++ = '\0';
+		if (!strcmp(tok, "dev")) {
+			if (strscpy(p->dev, val, IFNAMSIZ) < 0)
+				return -EINVAL;
+		} else if (!strcmp(tok, "dmac")) {
+			have_mac = mac_pton(val, p->dmac);
+			if (!have_mac)
+				return -EINVAL;
+		} else if (!strcmp(tok, "src") || !strcmp(tok, "dst")) {
+			void *addr = tok[0] == 's' ? (void *)&p->src : (void *)&p->dst;
+			bool is6 = strchr(val, ':');
+
+			if (is6 ? !in6_pton(val, -1, addr, -1, NULL) :
+				  !in4_pton(val, -1, addr, -1, NULL))
+				return -EINVAL;
+			if ((have_src || have_dst) && is6 != v6)
+				return -EINVAL;
+			v6 = is6;
+			if (tok[0] == 's')
+				have_src = true;
+			else
+				have_dst = true;
+		} else if (!strcmp(tok, "sport")) {
+			err = nfb_parse_u32(val, 1, 65535, &v);
+			p->sport = v;
+		} else if (!strcmp(tok, "dport")) {
+			err = nfb_parse_u32(val, 1, 65535, &v);
+			p->dport = v;
+		} else if (!strcmp(tok, "flows")) {
+			err = nfb_parse_u32(val, 1, NFB_BENCH_MAX_FLOWS, &p->flows);
+		} else if (!strcmp(tok, "len")) {
+			err = nfb_parse_u32(val, 64, 9000, &p->len);
+		} else if (!strcmp(tok, "burst")) {
+			err = nfb_parse_u32(val, 1, NFB_BENCH_MAX_BURST, &p->burst);
+		} else if (!strcmp(tok, "ttl")) {
+			err = nfb_parse_u32(val, 1, 255, &p->ttl);
+		} else if (!strcmp(tok, "tos")) {
+			err = nfb_parse_u32(val, 0, 255, &p->tos);
+		} else if (!strcmp(tok, "count")) {
+			err = kstrtou64(val, 0, &p->count) ? -EINVAL : 0;
+		} else {
+			return -EINVAL;
+		}
+	}
+	if (err || !p->dev[0] || !have_mac || !have_src || !have_dst)
+		return -EINVAL;
+	p->ipv6 = v6;
+	if (p->len < ETH_HLEN + (v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr)) +
+		     sizeof(struct udphdr) + sizeof(struct nfb_bench_payload))
+		return -EINVAL;
+	if ((u32)p->sport + p->flows - 1 > 65535)
+		return -EINVAL;
+	return 0;
+}
+
+static ssize_t nfb_ctl_write(struct file *file, const char __user *ubuf,
+			     size_t len, loff_t *ppos)
+{
+	struct net *net = current->nsproxy->net_ns;
+	struct nfb_gen_params *p;
+	char *buf, *args;
+	int err;
+
+	if (len > 512)
+		return -EINVAL;
+	buf = memdup_user_nul(ubuf, len);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	args = strim(buf);
+
+	mutex_lock(&nfb_lock);
+	if (!strncmp(args, "gen ", 4)) {
+		p = kmalloc(sizeof(*p), GFP_KERNEL);
+		err = p ? nfb_parse_gen(args + 4, p) : -ENOMEM;
+		/* The lock is dropped while generating: the sink may need it. */
+		mutex_unlock(&nfb_lock);
+		if (!err)
+			err = nfb_gen_run(net, p);
+		kfree(p);
+		kfree(buf);
+		return err ? err : len;
+	} else if (!strcmp(args, "sink off")) {
+		nfb_sink_off();
+		err = 0;
+	} else if (!strncmp(args, "sink dev=", 9)) {
+		err = nfb_sink_on(net, args + 9);
+	} else if (!strcmp(args, "reset")) {
+		nfb_sink_reset();
+		gen_sent = 0;
+		gen_dropped = 0;
+		err = 0;
+	} else {
+		err = -EINVAL;
+	}
+	mutex_unlock(&nfb_lock);
+	kfree(buf);
+	return err ? err : len;
+}
+
+static int nfb_ctl_show(struct seq_file *m, void *v)
+{
+	struct nfb_sink_pcpu sum = {};
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		const struct nfb_sink_pcpu *st = per_cpu_ptr(sink_stats, cpu);
+
+		if (!st->packets)
+			continue;
+		if (!sum.packets || st->first_ns < sum.first_ns)
+			sum.first_ns = st->first_ns;
+		sum.last_ns = max(sum.last_ns, st->last_ns);
+		sum.packets += st->packets;
+		sum.bytes += st->bytes;
+		sum.reordered += st->reordered;
+	}
+	seq_printf(m, "gen_sent=%llu\ngen_dropped=%llu\ngen_start_ns=%llu\ngen_end_ns=%llu\n",
+		   gen_sent, gen_dropped, gen_start_ns, gen_end_ns);
+	seq_printf(m, "sink_dev=%s\nsink_packets=%llu\nsink_bytes=%llu\nsink_reordered=%llu\n",
+		   sink_dev ? sink_dev->name : "", sum.packets, sum.bytes,
+		   sum.reordered);
+	seq_printf(m, "sink_first_ns=%llu\nsink_last_ns=%llu\n", sum.first_ns,
+		   sum.last_ns);
+	return 0;
+}
+
+static int nfb_ctl_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, nfb_ctl_show, NULL);
+}
+
+static const struct file_operations nfb_ctl_fops = {
+	.owner = THIS_MODULE,
+	.open = nfb_ctl_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+	.write = nfb_ctl_write,
+};
+
+static int __init nfb_bench_init(void)
+{
+	int err;
+
+	sink_stats = alloc_percpu(struct nfb_sink_pcpu);
+	sink_next_seq = kvcalloc(NFB_BENCH_MAX_FLOWS, sizeof(*sink_next_seq),
+				 GFP_KERNEL);
+	if (!sink_stats || !sink_next_seq) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	err = register_netdevice_notifier(&nfb_netdev_notifier);
+	if (err)
+		goto err_free;
+	nfb_dir = debugfs_create_dir("nfb_bench", NULL);
+	debugfs_create_file("ctl", 0600, nfb_dir, NULL, &nfb_ctl_fops);
+	return 0;
+
+err_free:
+	kvfree(sink_next_seq);
+	free_percpu(sink_stats);
+	return err;
+}
+
+static void __exit nfb_bench_exit(void)
+{
+	debugfs_remove_recursive(nfb_dir);
+	unregister_netdevice_notifier(&nfb_netdev_notifier);
+	mutex_lock(&nfb_lock);
+	nfb_sink_off();
+	mutex_unlock(&nfb_lock);
+	kvfree(sink_next_seq);
+	free_percpu(sink_stats);
+}
+
+module_init(nfb_bench_init);
+module_exit(nfb_bench_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("nf_flow_bulk benchmark: UDP burst generator and sink");

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Aggregate the benchmark's raw points (JSON lines, one file per boot).
+
+  tools/bench/report.py OUTDIR RAW.jsonl...
+
+Writes OUTDIR/results.json, OUTDIR/results.md and OUTDIR/plot.dat (for
+tools/bench/plot.gp), and prints the markdown table.
+
+Per point the figure is the median over boots of instructions per packet
+under icount; the spread is (max - min) / median. A point any boot of which
+did not deliver every packet is reported as not delivered and gets no figure.
+
+Router cost, per router (the topology has two): the total minus the
+generator, minus the first hop and the receive at west (drop-west covers
+both), minus the two later hops and receives, which cost what the first does
+(drop-west - gen-alone) and which every configuration pays alike:
+    router = (total - 3 * drop_west + 2 * gen_alone) / 2
+"""
+import json
+import statistics
+import sys
+from collections import defaultdict
+
+FORWARDING = ["plain", "stock", "bulk"]
+
+
+def load(paths):
+    runs = defaultdict(list)
+    meta = {}
+    for boot, path in enumerate(paths):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if not line.startswith("{"):
+                    continue
+                p = json.loads(line)
+                key = (p["link"], p["gro"], p["flows"], p["family"], p["config"])
+                p["boot"] = boot
+                runs[key].append(p)
+                meta = {k: p[k] for k in ("kernel", "len", "burst")}
+    return runs, meta
+
+
+def summarise(samples):
+    delivered = all(s["delivered"] for s in samples)
+    statuses = sorted({s["status"] for s in samples})
+    out = {
+        "boots": len(samples),
+        "delivered": delivered,
+        "status": statuses[0] if len(statuses) == 1 else ",".join(statuses),
+        "sent": [s["sent"] for s in samples],
+        "received": [s["received"] for s in samples],
+        "reordered": sum(s["reordered"] for s in samples),
+    }
+    if delivered:
+        ipp = [s["instructions_per_packet"] for s in samples]
+        med = statistics.median(ipp)
+        out.update(median=med, min=min(ipp), max=max(ipp),
+                   spread_pct=100.0 * (max(ipp) - min(ipp)) / med)
+    for k in ("offloaded_west", "offloaded_east", "bulk_mean", "kicks_per_packet"):
+        vals = [s[k] for s in samples if s.get(k) is not None]
+        if vals:
+            out[k] = statistics.median(vals)
+    return out
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    outdir, paths = sys.argv[1], sys.argv[2:]
+    runs, meta = load(paths)
+    points = []
+    groups = sorted({k[:4] for k in runs})
+    table = []
+    for g in groups:
+        s = {c: summarise(runs[g + (c,)]) for c in
+             ["gen-alone", "drop-west"] + FORWARDING if g + (c,) in runs}
+        base = s.get("gen-alone", {}).get("median")
+        drop = s.get("drop-west", {}).get("median")
+        for c, v in s.items():
+            if c in FORWARDING and base and drop and "median" in v:
+                v["router"] = (v["median"] - 3 * drop + 2 * base) / 2
+            points.append(dict(link=g[0], gro=g[1], flows=g[2], family=g[3],
+                               config=c, **v))
+        row = dict(link=g[0], gro=g[1], flows=g[2], family=g[3], s=s)
+        table.append(row)
+
+    def fmt(v, key):
+        if v is None:
+            return "—"
+        if v.get("status") not in ("ok", None):
+            return v["status"]
+        if not v["delivered"]:
+            return "not delivered"
+        if key not in v:
+            return "—"
+        return f"{v[key]:.0f}"
+
+    lines = [
+        "| link | GRO | flows | IP | gen alone | drop at west | plain | stock | bulk "
+        "| router: plain | router: stock | router: bulk | stock / bulk | spread max |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    ratios = []
+    for r in table:
+        s = r["s"]
+        cells = [r["link"], r["gro"], str(r["flows"]), f"v{r['family']}"]
+        for c in ["gen-alone", "drop-west"] + FORWARDING:
+            cells.append(fmt(s.get(c), "median"))
+        for c in FORWARDING:
+            cells.append(fmt(s.get(c), "router"))
+        st, bk = s.get("stock", {}), s.get("bulk", {})
+        if "router" in st and "router" in bk and bk["router"] > 0:
+            ratio = st["router"] / bk["router"]
+            ratios.append(dict(link=r["link"], gro=r["gro"], flows=r["flows"],
+                               family=r["family"], stock_over_bulk=ratio))
+            cells.append(f"{ratio:.2f}x")
+        else:
+            cells.append("—")
+        spreads = [v.get("spread_pct") for v in s.values() if v.get("spread_pct") is not None]
+        cells.append(f"{max(spreads):.2f} %" if spreads else "—")
+        lines.append("| " + " | ".join(cells) + " |")
+    md = "\n".join(lines) + "\n"
+
+    with open(f"{outdir}/results.json", "w", encoding="utf-8") as f:
+        json.dump({"schema": 1, "meta": dict(meta, boots=len(paths),
+                                            metric="guest instructions per packet (QEMU -icount shift=0)"),
+                   "points": points, "stock_over_bulk": ratios}, f, indent=2)
+        f.write("\n")
+    with open(f"{outdir}/results.md", "w", encoding="utf-8") as f:
+        f.write(md)
+    with open(f"{outdir}/plot.dat", "w", encoding="utf-8") as f:
+        f.write("# label plain stock bulk (router instructions per packet)\n")
+        for r in table:
+            s = r["s"]
+            vals = [s.get(c, {}).get("router") for c in FORWARDING]
+            label = f"{r['link']}/gro-{r['gro']}/{r['flows']}fl/v{r['family']}"
+            f.write(label + " " + " ".join("NaN" if v is None else f"{v:.1f}" for v in vals) + "\n")
+    print(md, end="")
+
+
+if __name__ == "__main__":
+    main()
