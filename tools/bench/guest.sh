@@ -4,7 +4,8 @@
 # One boot's worth of benchmark points, run inside the guest (tools/bench/run
 # boots it with --icount). Prints one JSON object per point on stdout.
 #
-#   tools/bench/guest.sh [--links "veth"] [--gro "on off"] [--flows "1 10"]
+#   tools/bench/guest.sh [--links "veth virtio"] [--gro "on off"] [--flows "1 10"]
+#                        [--qdisc "default noqueue"]
 #                        [--configs "gen-alone drop-west plain stock bulk"]
 #                        [--count N] [--burst N] [--len N] [--family 4|6]
 #
@@ -16,6 +17,11 @@
 #   bulk       the stock flowtable plus nf_flow_bulk attached, both routers
 # Under -icount shift=0 one guest nanosecond is one instruction: a point's
 # cost is (last packet at the sink - generator start) / packets received.
+# On virtio links (tools/vm/run --nics 3) the generator keeps at most 128
+# packets in flight and its calibrated busy-waiting is subtracted; the
+# routers' egress devices get the device's default qdisc or noqueue
+# (--qdisc), and virtio TX kicks per packet are read from ethtool -S.
+# veth is always noqueue.
 set -eu
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,6 +30,7 @@ cd "$repo"
 source tools/bench/topology.sh
 
 links="veth"
+qdiscs="default noqueue"
 gro="on off"
 flows_list="1 10"
 configs="gen-alone drop-west plain stock bulk"
@@ -35,6 +42,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--links) links=$2; shift 2 ;;
 	--gro) gro=$2; shift 2 ;;
+	--qdisc) qdiscs=$2; shift 2 ;;
 	--flows) flows_list=$2; shift 2 ;;
 	--configs) configs=$2; shift 2 ;;
 	--count) count=$2; shift 2 ;;
@@ -78,9 +86,34 @@ in_ns() { ip netns exec "$@"; }
 mac_of() { in_ns "$1" cat "/sys/class/net/$2/address"; }
 ctl_get() { in_ns "$NS_SUNSET" cat "$ctl" | sed -n "s/^$1=//p"; }
 
+window=0
+link_window=0
 gen() { # gen DEV DMAC COUNT FLOWS
-	echo "gen dev=$1 dmac=$2 src=$src dst=$dst flows=$4 count=$3 burst=$burst len=$len" |
+	echo "gen dev=$1 dmac=$2 src=$src dst=$dst flows=$4 count=$3 burst=$burst len=$len window=$window" |
 		in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
+}
+
+# kicks: virtio TX kicks so far on the routers' egress devices.
+kicks() {
+	local n=0 k nd
+	for nd in "$NS_WEST:w1" "$NS_EAST:e1"; do
+		k=$(in_ns "${nd%%:*}" ethtool -S "${nd#*:}" 2>/dev/null |
+			awk '/tx_queue_[0-9]+_kicks:/ {s += $2} END {print s + 0}')
+		n=$((n + k))
+	done
+	echo "$n"
+}
+
+# egress_qdisc default|noqueue on the routers' egress devices.
+egress_qdisc() {
+	local nd
+	for nd in "$NS_WEST:w1" "$NS_EAST:e1"; do
+		if [ "$1" = noqueue ]; then
+			in_ns "${nd%%:*}" tc qdisc replace dev "${nd#*:}" root noqueue
+		else
+			in_ns "${nd%%:*}" tc qdisc del dev "${nd#*:}" root 2>/dev/null || true
+		fi
+	done
 }
 
 offloaded() { # offloaded NS: flows of this family in the flowtable
@@ -92,12 +125,14 @@ bulk_attach() {
 		in_ns "$NS_EAST" "$flowbulk" attach inet nfb_bench ft
 }
 
-point() { # point LINK GRO CONFIG FLOWS
-	local link=$1 g=$2 config=$3 flows=$4 dev=s0 sink_ns=$NS_SUNRISE sink_dev=r0
+point() { # point LINK GRO QDISC CONFIG FLOWS
+	local link=$1 g=$2 q=$3 config=$4 flows=$5 dev=s0 sink_ns=$NS_SUNRISE sink_dev=r0
 	local dmac status=ok start last sent recv reord elapsed west_off=0 east_off=0
+	local wait_ns=0 kicks0=0 kicks1=0
 	topo_flowtable_del
+	window=$link_window
 	case "$config" in
-	gen-alone) dev=d0 sink_ns= ;;
+	gen-alone) dev=d0 sink_ns='' window=0 ;;
 	drop-west) sink_ns=$NS_WEST sink_dev=w0 ;;
 	plain) ;;
 	stock) topo_flowtable_add ;;
@@ -121,15 +156,19 @@ point() { # point LINK GRO CONFIG FLOWS
 		# conntrack entry confirmed; packets of one NAPI batch go through
 		# prerouting together, before the first is confirmed, so the
 		# warm-up is three separate runs.
-		gen "$dev" "$dmac" "$flows" "$flows"
-		gen "$dev" "$dmac" "$flows" "$flows"
-		gen "$dev" "$dmac" "$flows" "$flows"
+		local _
+		for _ in 1 2 3; do
+			gen "$dev" "$dmac" "$flows" "$flows" || true
+		done
 		if [ "$config" = stock ] || [ "$config" = bulk ]; then
 			west_off=$(offloaded "$NS_WEST")
 			east_off=$(offloaded "$NS_EAST")
 		fi
 		echo reset | in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
-		gen "$dev" "$dmac" "$count" "$flows"
+		kicks0=$(kicks)
+		gen "$dev" "$dmac" "$count" "$flows" || status=generator-failed
+		kicks1=$(kicks)
+		wait_ns=$(ctl_get gen_wait_ns)
 	fi
 	sent=$(ctl_get gen_sent)
 	start=$(ctl_get gen_start_ns)
@@ -142,18 +181,21 @@ point() { # point LINK GRO CONFIG FLOWS
 		reord=0
 		last=$(ctl_get gen_end_ns)
 	fi
-	elapsed=$((last - start))
-	jq -cnM --arg kernel "$kver" --arg link "$link" --arg gro "$g" \
+	elapsed=$((last - start - wait_ns))
+	jq -cnM --arg kernel "$kver" --arg link "$link" --arg gro "$g" --arg qdisc "$q" \
 		--arg config "$config" --arg status "$status" \
 		--argjson flows "$flows" --argjson family "$family" \
 		--argjson len "$len" --argjson burst "$burst" \
 		--argjson sent "${sent:-0}" --argjson received "${recv:-0}" \
 		--argjson reordered "${reord:-0}" --argjson elapsed_ns "$elapsed" \
 		--argjson offloaded_west "$west_off" --argjson offloaded_east "$east_off" \
-		'{kernel: $kernel, link: $link, gro: $gro, config: $config,
+		--argjson wait_ns "$wait_ns" --argjson kicks $((kicks1 - kicks0)) \
+		'{kernel: $kernel, link: $link, gro: $gro, qdisc: $qdisc, config: $config,
 		  status: $status, flows: $flows, family: $family, len: $len,
 		  burst: $burst, sent: $sent, received: $received,
-		  reordered: $reordered, elapsed_ns: $elapsed_ns,
+		  reordered: $reordered, elapsed_ns: $elapsed_ns, wait_ns: $wait_ns,
+		  kicks_per_packet:
+		    (if $link == "veth" or $received == 0 then null else ($kicks / $received) end),
 		  offloaded_west: $offloaded_west, offloaded_east: $offloaded_east,
 		  delivered: ($status == "ok" and $sent > 0 and $sent == $received),
 		  instructions_per_packet:
@@ -162,11 +204,23 @@ point() { # point LINK GRO CONFIG FLOWS
 
 for link in $links; do
 	topo_create "$link"
+	qs=$qdiscs
+	link_window=128
+	if [ "$link" = veth ]; then
+		qs=noqueue
+		link_window=0
+	fi
+	# Resolve every neighbour on the path, both ways, before measuring.
+	in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST4" >/dev/null
+	in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST6" >/dev/null
 	for g in $gro; do
 		topo_gro "$g"
-		for flows in $flows_list; do
-			for config in $configs; do
-				point "$link" "$g" "$config" "$flows"
+		for q in $qs; do
+			[ "$link" = veth ] || egress_qdisc "$q"
+			for flows in $flows_list; do
+				for config in $configs; do
+					point "$link" "$g" "$q" "$config" "$flows"
+				done
 			done
 		done
 	done

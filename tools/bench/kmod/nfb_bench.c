@@ -12,9 +12,16 @@
  * Under QEMU -icount shift=0 guest nanoseconds are guest instructions, so
  * (sink last - generator start) / packets is instructions per packet.
  *
+ * On a NIC (virtio-net) the packets leave the guest and come back through
+ * QEMU; an open-loop generator would overrun the rings and an idle vCPU
+ * would let icount jump time forward. With window=N the generator keeps at
+ * most N packets in flight and busy-waits in a loop whose instruction cost
+ * it calibrates with interrupts off; the waiting is reported (gen_wait_ns) so
+ * that it can be subtracted, leaving the work of moving the packets.
+ *
  * Control, from a process in the network namespace of the device:
  *   echo "gen dev=D dmac=M src=IP dst=IP [sport=N dport=N flows=N len=N
- *         burst=N count=N ttl=N tos=N]" > /sys/kernel/debug/nfb_bench/ctl
+ *         burst=N count=N ttl=N tos=N window=N]" > /sys/kernel/debug/nfb_bench/ctl
  *   echo "sink dev=D" > ...;  echo "sink off" > ...;  echo reset > ...
  *   cat /sys/kernel/debug/nfb_bench/ctl     (key=value results)
  */
@@ -54,7 +61,7 @@ struct nfb_gen_params {
 		struct in6_addr v6;
 	} src, dst;
 	u16 sport, dport;
-	u32 flows, len, burst, ttl, tos;
+	u32 flows, len, burst, ttl, tos, window;
 	u64 count;
 };
 
@@ -70,7 +77,8 @@ static DEFINE_MUTEX(nfb_lock);	/* control writes and sink (un)registration */
 static struct dentry *nfb_dir;
 
 /* Results of the last generator run. */
-static u64 gen_sent, gen_dropped, gen_start_ns, gen_end_ns;
+static u64 gen_sent, gen_dropped, gen_start_ns, gen_end_ns, gen_wait_ns,
+	   gen_lost;
 
 /* The sink: one at a time. */
 static struct nf_hook_ops sink_ops;
@@ -266,11 +274,81 @@ static struct sk_buff *nfb_gen_build(struct net_device *dev,
 	return skb;
 }
 
+static u64 nfb_sink_packets(void)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu_ptr(sink_stats, cpu)->packets);
+	return sum;
+}
+
+#define NFB_WAIT_STEP 64
+
+/*
+ * One step of busy-waiting: the same instructions whether calibrating or
+ * waiting. Returns the sink's packet count.
+ */
+static noinline u64 nfb_wait_step(void)
+{
+	u64 seen = 0;
+	int i;
+
+	for (i = 0; i < NFB_WAIT_STEP; i++) {
+		cpu_relax();
+		seen = nfb_sink_packets();
+	}
+	return seen;
+}
+
+/* Guest nanoseconds (instructions under icount) per 1024 wait steps. */
+static u64 nfb_wait_calibrate(void)
+{
+	unsigned long flags;
+	u64 t0, t1;
+	int i;
+
+	local_irq_save(flags);
+	t0 = ktime_get_ns();
+	for (i = 0; i < 1024; i++)
+		nfb_wait_step();
+	t1 = ktime_get_ns();
+	local_irq_restore(flags);
+	return t1 - t0;
+}
+
+/*
+ * Busy-wait until at most @limit packets are in flight. Interrupts and
+ * softirqs run meanwhile (they are the work being measured); only the
+ * loop's own steps are counted. Gives up after 200 ms without progress
+ * (about 10^8 instructions under icount).
+ */
+static bool nfb_wait_in_flight(u64 sent, u64 base, u64 limit, u64 *steps)
+{
+	u64 seen = nfb_sink_packets() - base, last = seen;
+	u64 deadline = ktime_get_ns() + 200 * NSEC_PER_MSEC;
+
+	while (sent - seen > limit) {
+		seen = nfb_wait_step() - base;
+		(*steps)++;
+		if (seen != last) {
+			last = seen;
+			deadline = ktime_get_ns() + 200 * NSEC_PER_MSEC;
+		} else if (ktime_get_ns() > deadline) {
+			return false;
+		}
+		cond_resched();
+	}
+	return true;
+}
+
 static int nfb_gen_run(struct net *net, const struct nfb_gen_params *p)
 {
 	struct sk_buff **burst;
 	struct net_device *dev;
-	u64 sent = 0, dropped = 0, seq = 0, start;
+	u64 sent = 0, dropped = 0, seq = 0, start, steps = 0, base = 0;
+	u64 step_cost = 0;
 	u32 flow = 0, i, n;
 	int err = 0;
 
@@ -283,9 +361,19 @@ static int nfb_gen_run(struct net *net, const struct nfb_gen_params *p)
 		return -ENOMEM;
 	}
 
+	if (p->window) {
+		step_cost = nfb_wait_calibrate();
+		base = nfb_sink_packets();
+	}
+	gen_lost = 0;
 	start = ktime_get_ns();
 	while (sent + dropped < p->count) {
 		n = min_t(u64, p->burst, p->count - sent - dropped);
+		if (p->window &&
+		    !nfb_wait_in_flight(sent, base, p->window - n, &steps)) {
+			err = -ETIMEDOUT;
+			break;
+		}
 		/* Build the burst first: it then arrives as a NIC would pass it. */
 		for (i = 0; i < n; i++) {
 			burst[i] = nfb_gen_build(dev, p, flow, seq);
@@ -315,6 +403,12 @@ static int nfb_gen_run(struct net *net, const struct nfb_gen_params *p)
 		}
 		cond_resched();
 	}
+	/* Wait for the last packets too: an idle vCPU would skew icount. */
+	if (p->window && !err && !nfb_wait_in_flight(sent, base, 0, &steps))
+		err = -ETIMEDOUT;
+	if (p->window)
+		gen_lost = sent - (nfb_sink_packets() - base);
+	gen_wait_ns = div_u64(steps * step_cost, 1024);
 	gen_start_ns = start;
 	gen_end_ns = ktime_get_ns();
 	gen_sent = sent;
@@ -388,6 +482,8 @@ static int nfb_parse_gen(char *args, struct nfb_gen_params *p)
 			err = nfb_parse_u32(val, 1, 255, &p->ttl);
 		} else if (!strcmp(tok, "tos")) {
 			err = nfb_parse_u32(val, 0, 255, &p->tos);
+		} else if (!strcmp(tok, "window")) {
+			err = nfb_parse_u32(val, 0, 4096, &p->window);
 		} else if (!strcmp(tok, "count")) {
 			err = kstrtou64(val, 0, &p->count) ? -EINVAL : 0;
 		} else {
@@ -401,6 +497,8 @@ static int nfb_parse_gen(char *args, struct nfb_gen_params *p)
 		     sizeof(struct udphdr) + sizeof(struct nfb_bench_payload))
 		return -EINVAL;
 	if ((u32)p->sport + p->flows - 1 > 65535)
+		return -EINVAL;
+	if (p->window && p->window < p->burst)
 		return -EINVAL;
 	return 0;
 }
@@ -468,6 +566,7 @@ static int nfb_ctl_show(struct seq_file *m, void *v)
 	}
 	seq_printf(m, "gen_sent=%llu\ngen_dropped=%llu\ngen_start_ns=%llu\ngen_end_ns=%llu\n",
 		   gen_sent, gen_dropped, gen_start_ns, gen_end_ns);
+	seq_printf(m, "gen_wait_ns=%llu\ngen_lost=%llu\n", gen_wait_ns, gen_lost);
 	seq_printf(m, "sink_dev=%s\nsink_packets=%llu\nsink_bytes=%llu\nsink_reordered=%llu\n",
 		   sink_dev ? sink_dev->name : "", sum.packets, sum.bytes,
 		   sum.reordered);
