@@ -104,6 +104,25 @@ kicks() {
 	echo "$n"
 }
 
+# nfb_stat COLUMN: a column of /proc/net/stat/nf_flow_bulk (hex, one row
+# per CPU) summed over CPUs and over both routers.
+nfb_stat() {
+	local ns total=0
+	for ns in "$NS_WEST" "$NS_EAST"; do
+		total=$((total + $(in_ns "$ns" cat /proc/net/stat/nf_flow_bulk 2>/dev/null | {
+			read -r -a hdr || { echo 0; exit; }
+			idx=-1
+			for i in "${!hdr[@]}"; do [ "${hdr[$i]}" = "$1" ] && idx=$i; done
+			sum=0
+			while read -r -a row; do
+				[ "$idx" -ge 0 ] && sum=$((sum + 16#${row[$idx]}))
+			done
+			echo "$sum"
+		})))
+	done
+	echo "$total"
+}
+
 # egress_qdisc default|noqueue on the routers' egress devices.
 egress_qdisc() {
 	local nd
@@ -120,6 +139,12 @@ offloaded() { # offloaded NS: flows of this family in the flowtable
 	in_ns "$1" conntrack -L -f "ipv$family" 2>/dev/null | grep -c OFFLOAD || true
 }
 
+bulk_detach() {
+	[ "$bulk_ok" = 1 ] || return 0
+	in_ns "$NS_WEST" "$flowbulk" detach inet nfb_bench ft >/dev/null 2>&1 || true
+	in_ns "$NS_EAST" "$flowbulk" detach inet nfb_bench ft >/dev/null 2>&1 || true
+}
+
 bulk_attach() {
 	in_ns "$NS_WEST" "$flowbulk" attach inet nfb_bench ft &&
 		in_ns "$NS_EAST" "$flowbulk" attach inet nfb_bench ft
@@ -128,7 +153,8 @@ bulk_attach() {
 point() { # point LINK GRO QDISC CONFIG FLOWS
 	local link=$1 g=$2 q=$3 config=$4 flows=$5 dev=s0 sink_ns=$NS_SUNRISE sink_dev=r0
 	local dmac status=ok start last sent recv reord elapsed west_off=0 east_off=0
-	local wait_ns=0 kicks0=0 kicks1=0
+	local wait_ns=0 kicks0=0 kicks1=0 taken0=0 taken1=0 bulks0=0 bulks1=0
+	bulk_detach
 	topo_flowtable_del
 	window=$link_window
 	case "$config" in
@@ -166,8 +192,16 @@ point() { # point LINK GRO QDISC CONFIG FLOWS
 		fi
 		echo reset | in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
 		kicks0=$(kicks)
+		if [ "$config" = bulk ]; then
+			taken0=$(nfb_stat packets)
+			bulks0=$(nfb_stat bulks)
+		fi
 		gen "$dev" "$dmac" "$count" "$flows" || status=generator-failed
 		kicks1=$(kicks)
+		if [ "$config" = bulk ]; then
+			taken1=$(nfb_stat packets)
+			bulks1=$(nfb_stat bulks)
+		fi
 		wait_ns=$(ctl_get gen_wait_ns)
 	fi
 	sent=$(ctl_get gen_sent)
@@ -190,10 +224,15 @@ point() { # point LINK GRO QDISC CONFIG FLOWS
 		--argjson reordered "${reord:-0}" --argjson elapsed_ns "$elapsed" \
 		--argjson offloaded_west "$west_off" --argjson offloaded_east "$east_off" \
 		--argjson wait_ns "$wait_ns" --argjson kicks $((kicks1 - kicks0)) \
+		--argjson taken $((taken1 - taken0)) --argjson bulks $((bulks1 - bulks0)) \
 		'{kernel: $kernel, link: $link, gro: $gro, qdisc: $qdisc, config: $config,
 		  status: $status, flows: $flows, family: $family, len: $len,
 		  burst: $burst, sent: $sent, received: $received,
 		  reordered: $reordered, elapsed_ns: $elapsed_ns, wait_ns: $wait_ns,
+		  taken: $taken, bulks: $bulks,
+		  bulk_mean: (if $bulks > 0 then ($taken / $bulks) else null end),
+		  taken_fraction:
+		    (if $config == "bulk" and $received > 0 then ($taken / (2 * $received)) else null end),
 		  kicks_per_packet:
 		    (if $link == "veth" or $received == 0 then null else ($kicks / $received) end),
 		  offloaded_west: $offloaded_west, offloaded_east: $offloaded_east,

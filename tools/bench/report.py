@@ -35,7 +35,8 @@ def load(paths):
                 if not line.startswith("{"):
                     continue
                 p = json.loads(line)
-                key = (p["link"], p["gro"], p["flows"], p["family"], p["config"])
+                key = (p["link"], p["gro"], p.get("qdisc", "noqueue"), p["flows"],
+                       p["family"], p["config"])
                 p["boot"] = boot
                 runs[key].append(p)
                 meta = {k: p[k] for k in ("kernel", "len", "burst")}
@@ -71,7 +72,7 @@ def main():
     outdir, paths = sys.argv[1], sys.argv[2:]
     runs, meta = load(paths)
     points = []
-    groups = sorted({k[:4] for k in runs})
+    groups = sorted({k[:5] for k in runs})
     table = []
     for g in groups:
         s = {c: summarise(runs[g + (c,)]) for c in
@@ -81,9 +82,9 @@ def main():
         for c, v in s.items():
             if c in FORWARDING and base and drop and "median" in v:
                 v["router"] = (v["median"] - 3 * drop + 2 * base) / 2
-            points.append(dict(link=g[0], gro=g[1], flows=g[2], family=g[3],
-                               config=c, **v))
-        row = dict(link=g[0], gro=g[1], flows=g[2], family=g[3], s=s)
+            points.append(dict(link=g[0], gro=g[1], qdisc=g[2], flows=g[3],
+                               family=g[4], config=c, **v))
+        row = dict(link=g[0], gro=g[1], qdisc=g[2], flows=g[3], family=g[4], s=s)
         table.append(row)
 
     def fmt(v, key):
@@ -98,14 +99,15 @@ def main():
         return f"{v[key]:.0f}"
 
     lines = [
-        "| link | GRO | flows | IP | gen alone | drop at west | plain | stock | bulk "
-        "| router: plain | router: stock | router: bulk | stock / bulk | spread max |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| link | GRO | egress qdisc | flows | IP | gen alone | drop at west | plain | stock | bulk "
+        "| router: plain | router: stock | router: bulk | stock / bulk | kicks/pkt stock | kicks/pkt bulk "
+        "| bulk size | spread max |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     ratios = []
     for r in table:
         s = r["s"]
-        cells = [r["link"], r["gro"], str(r["flows"]), f"v{r['family']}"]
+        cells = [r["link"], r["gro"], r["qdisc"], str(r["flows"]), f"v{r['family']}"]
         for c in ["gen-alone", "drop-west"] + FORWARDING:
             cells.append(fmt(s.get(c), "median"))
         for c in FORWARDING:
@@ -113,11 +115,17 @@ def main():
         st, bk = s.get("stock", {}), s.get("bulk", {})
         if "router" in st and "router" in bk and bk["router"] > 0:
             ratio = st["router"] / bk["router"]
-            ratios.append(dict(link=r["link"], gro=r["gro"], flows=r["flows"],
-                               family=r["family"], stock_over_bulk=ratio))
+            ratios.append(dict(link=r["link"], gro=r["gro"], qdisc=r["qdisc"],
+                               flows=r["flows"], family=r["family"],
+                               stock_over_bulk=ratio))
             cells.append(f"{ratio:.2f}x")
         else:
             cells.append("—")
+        for v in (st, bk):
+            k = v.get("kicks_per_packet")
+            cells.append("—" if k is None else f"{k:.3f}")
+        m = bk.get("bulk_mean")
+        cells.append("—" if m is None else f"{m:.1f}")
         spreads = [v.get("spread_pct") for v in s.values() if v.get("spread_pct") is not None]
         cells.append(f"{max(spreads):.2f} %" if spreads else "—")
         lines.append("| " + " | ".join(cells) + " |")
@@ -135,7 +143,7 @@ def main():
         for r in table:
             s = r["s"]
             vals = [s.get(c, {}).get("router") for c in FORWARDING]
-            label = f"{r['link']}/gro-{r['gro']}/{r['flows']}fl/v{r['family']}"
+            label = f"{r['link']}/gro-{r['gro']}/{r['qdisc']}/{r['flows']}fl/v{r['family']}"
             f.write(label + " " + " ".join("NaN" if v is None else f"{v:.1f}" for v in vals) + "\n")
     print(md, end="")
 
