@@ -130,6 +130,14 @@ def main():
         cells.append(f"{max(spreads):.2f} %" if spreads else "—")
         lines.append("| " + " | ".join(cells) + " |")
     md = "\n".join(lines) + "\n"
+    # The same table for the rst documentation (Documentation/perf/results.rst).
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+    rst = [".. csv-table:: Guest instructions per packet (medians over "
+           f"{len(paths)} boot(s)); router columns per router",
+           "   :header: " + ", ".join(f'"{c}"' for c in rows[0]), ""]
+    for r in rows[2:]:
+        rst.append("   " + ", ".join(f'"{c}"' for c in r))
+    rst_text = "\n".join(rst) + "\n"
 
     with open(f"{outdir}/results.json", "w", encoding="utf-8") as f:
         json.dump({"schema": 1, "meta": dict(meta, boots=len(paths),
@@ -138,6 +146,8 @@ def main():
         f.write("\n")
     with open(f"{outdir}/results.md", "w", encoding="utf-8") as f:
         f.write(md)
+    with open(f"{outdir}/results.rst", "w", encoding="utf-8") as f:
+        f.write(rst_text)
     with open(f"{outdir}/plot.dat", "w", encoding="utf-8") as f:
         f.write("# label plain stock bulk (router instructions per packet)\n")
         for r in table:
