@@ -1,0 +1,61 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Where the instructions go, inside the guest (tools/bench/profile boots it
+# with --icount): the veth topology, one configuration (stock or bulk), its
+# flows warmed up, then perf samples the cpu-clock while the generator runs.
+# Under icount the cpu-clock counts instructions, so the samples are an
+# instruction profile (perf's own sampling costs a little, alike for all).
+#
+#   tools/bench/profile-guest.sh CONFIG [FLOWS] [GRO]
+set -eu
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+# shellcheck source=tools/bench/topology.sh
+source tools/bench/topology.sh
+# shellcheck source=selftests/lib.sh
+source selftests/lib.sh
+
+config=${1:?usage: profile-guest.sh stock|bulk [FLOWS] [GRO]}
+flows=${2:-10}
+gro=${3:-on}
+count=20000
+flowbulk=$repo/build/userspace/flowbulk
+
+cleanup() {
+	topo_destroy
+	rmmod nfb_bench 2>/dev/null || true
+}
+trap cleanup EXIT
+
+insmod "build/kmod/$(uname -r)/bench/nfb_bench.ko"
+debugfs=/run/nfb-debugfs
+mkdir -p "$debugfs"
+mountpoint -q "$debugfs" || mount -t debugfs debugfs "$debugfs"
+ctl=$debugfs/nfb_bench/ctl
+
+topo_create veth
+topo_gro "$gro"
+topo_flowtable_add
+if [ "$config" = bulk ]; then
+	nfb_load_module
+	ip netns exec "$NS_WEST" "$flowbulk" attach inet nfb_bench ft
+	ip netns exec "$NS_EAST" "$flowbulk" attach inet nfb_bench ft
+fi
+ip netns exec "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST4" >/dev/null
+echo "sink dev=r0" | ip netns exec "$NS_SUNRISE" tee "$ctl" >/dev/null
+dmac=$(ip netns exec "$NS_WEST" cat /sys/class/net/w0/address)
+gen() {
+	echo "gen dev=s0 dmac=$dmac src=10.0.1.1 dst=$TOPO_DST4 flows=$flows count=$1 burst=32 len=128" |
+		ip netns exec "$NS_SUNSET" tee "$ctl" >/dev/null
+}
+for _ in 1 2 3; do gen "$flows"; done
+echo reset | ip netns exec "$NS_SUNSET" tee "$ctl" >/dev/null
+
+perf record -q -e cpu-clock -c 20000 -a -o /tmp/perf.data -- \
+	bash -c "echo 'gen dev=s0 dmac=$dmac src=10.0.1.1 dst=$TOPO_DST4 flows=$flows count=$count burst=32 len=128' | ip netns exec $NS_SUNSET tee $ctl >/dev/null" \
+	>/dev/null 2>&1
+echo "== $config, $flows flows, GRO $gro: $(sed -n 's/^sink_packets=//p' "$ctl") of $count packets delivered"
+perf report -i /tmp/perf.data --stdio --no-children --sort sym --percent-limit 0.7 2>/dev/null |
+	grep -v '^#' | grep -v '^$'
