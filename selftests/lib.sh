@@ -56,10 +56,12 @@ busywait() {
 # Make the module we built for the running kernel loadable with modprobe
 # (and by genl family alias): copy it and the modprobe database made on the
 # host by tools/vm/mkmoddb into the guest's overlay /lib/modules.
+# NFB_KMOD_DIR overrides where the build for this kernel is (an experiment's
+# build tree, say); it holds module/nf_flow_bulk.ko and moddb/.
 nfb_install_module() {
 	local kver build
 	kver=$(uname -r)
-	build=$NFB_REPO/build/kmod/$kver
+	build=${NFB_KMOD_DIR:-$NFB_REPO/build/kmod/$kver}
 	[ -f "$build/module/$NFB_MODULE.ko" ] ||
 		{ log_fail "module not built for $kver (make module KVER=$kver)"; exit "$ksft_fail"; }
 	mkdir -p "/lib/modules/$kver/updates"
