@@ -182,9 +182,9 @@ point() { # point LINK GRO QDISC CONFIG FLOWS
 		# confirmed, and packets of one NAPI batch go through prerouting
 		# together, before the first is confirmed, so that takes three
 		# separate runs. Otherwise one run warms the caches.
-		local _ rounds=1
+		local round rounds=1
 		case "$config" in stock | bulk) rounds=3 ;; esac
-		for ((_ = 0; _ < rounds; _++)); do
+		for ((round = 0; round < rounds; round++)); do
 			gen "$dev" "$dmac" "$flows" "$flows" || true
 		done
 		if [ "$config" = stock ] || [ "$config" = bulk ]; then
