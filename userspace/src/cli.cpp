@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "cli.h"
+
+#include <ostream>
+
+#include "commands.h"
+#include "error.h"
+#include "version.h"
+
+namespace flowbulk {
+
+namespace {
+
+const char* main_usage() {
+  return "Usage: flowbulk [ OPTIONS ] OBJECT { COMMAND | help }\n"
+         "       flowbulk [ OPTIONS ] -f { FILE | - }\n"
+         "OBJECT := { table | flowtable | offload | attach | detach | stats | monitor }\n"
+         "OPTIONS := { -j[son] | -p[retty] | -s[tatistics] (repeatable) | -f[ile] FILE |\n"
+         "             -h[elp] | -V[ersion] }\n"
+         "Try \"flowbulk OBJECT help\" for each object's commands.\n";
+}
+
+struct ParsedCommandLine {
+  Options options;
+  std::vector<std::string> rest;  // OBJECT and its words
+  bool help = false;
+  bool version = false;
+};
+
+ParsedCommandLine parse_options(const std::vector<std::string>& arguments) {
+  ParsedCommandLine parsed;
+  size_t i = 0;
+  for (; i < arguments.size(); ++i) {
+    const std::string& word = arguments[i];
+    if (word == "--") {
+      ++i;
+      break;
+    }
+    if (word.size() < 2 || word[0] != '-') {
+      break;
+    }
+    // Long forms first (--json), then iproute2-style single-dash words
+    // (-json, -stats) and finally bundled short flags (-sj).
+    std::string_view name = word;
+    name.remove_prefix(word[1] == '-' ? 2 : 1);
+    auto takes_file = [&]() {
+      if (i + 1 >= arguments.size()) {
+        throw UsageError("option " + word + " needs a FILE (or - for stdin)");
+      }
+      if (parsed.options.file) {
+        throw UsageError("option -f given twice");
+      }
+      parsed.options.file = arguments[++i];
+    };
+    if (name.size() > 1) {
+      if (abbreviates(name, "json")) {
+        parsed.options.json = true;
+        continue;
+      }
+      if (abbreviates(name, "pretty")) {
+        parsed.options.pretty = true;
+        continue;
+      }
+      if (abbreviates(name, "statistics") || abbreviates(name, "stats")) {
+        ++parsed.options.detail;
+        continue;
+      }
+      if (abbreviates(name, "file")) {
+        takes_file();
+        continue;
+      }
+      if (abbreviates(name, "help")) {
+        parsed.help = true;
+        continue;
+      }
+      if (abbreviates(name, "version")) {
+        parsed.version = true;
+        continue;
+      }
+      if (word[1] == '-') {
+        throw UsageError("unknown option \"" + word + "\"; try \"flowbulk help\"");
+      }
+    }
+    for (size_t k = 0; k < name.size(); ++k) {
+      switch (name[k]) {
+        case 'j':
+          parsed.options.json = true;
+          break;
+        case 'p':
+          parsed.options.pretty = true;
+          break;
+        case 's':
+          ++parsed.options.detail;
+          break;
+        case 'h':
+          parsed.help = true;
+          break;
+        case 'V':
+          parsed.version = true;
+          break;
+        case 'f':
+          if (k + 1 != name.size()) {
+            throw UsageError("option -f needs a FILE (or - for stdin)");
+          }
+          takes_file();
+          break;
+        default:
+          throw UsageError("unknown option \"-" + std::string(1, name[k]) +
+                           "\"; try \"flowbulk help\"");
+      }
+    }
+  }
+  parsed.rest.assign(arguments.begin() + static_cast<std::ptrdiff_t>(i), arguments.end());
+  return parsed;
+}
+
+void dispatch(Invocation& invocation, const std::vector<std::string>& rest) {
+  const std::string object = match_keyword(
+      rest.front(),
+      {"table", "flowtable", "offload", "attach", "detach", "stats", "monitor", "help"}, "object",
+      "");
+  Arguments arguments(std::vector<std::string>(rest.begin() + 1, rest.end()), object);
+  if (object == "help") {
+    invocation.env.out << main_usage();
+  } else if (object == "table") {
+    do_table(invocation, arguments);
+  } else if (object == "flowtable") {
+    do_flowtable(invocation, arguments);
+  } else if (object == "offload") {
+    do_offload(invocation, arguments);
+  } else if (object == "attach") {
+    do_attach(invocation, arguments);
+  } else if (object == "detach") {
+    do_detach(invocation, arguments);
+  } else if (object == "stats") {
+    do_stats(invocation, arguments);
+  } else {
+    do_monitor(invocation, arguments);
+  }
+}
+
+}  // namespace
+
+int run_flowbulk(const std::vector<std::string>& arguments, Environment& env) {
+  try {
+    ParsedCommandLine parsed = parse_options(arguments);
+    Invocation invocation{env, parsed.options};
+    if (parsed.version) {
+      env.out << "flowbulk " << tool_version() << " (genetlink family " << genl_family_name()
+              << " version " << genl_family_version() << ")\n";
+      return kExitOk;
+    }
+    if (parsed.help) {
+      env.out << main_usage();
+      return kExitOk;
+    }
+    if (parsed.options.file) {
+      if (!parsed.rest.empty()) {
+        throw UsageError("-f takes no OBJECT (got \"" + parsed.rest.front() + "\")");
+      }
+      do_load_file(invocation, *parsed.options.file);
+      return kExitOk;
+    }
+    if (parsed.rest.empty()) {
+      env.err << main_usage();
+      return kExitUsage;
+    }
+    dispatch(invocation, parsed.rest);
+    return kExitOk;
+  } catch (const Error& error) {
+    env.out.flush();
+    env.err << "Error: " << error.what() << '\n';
+    return error.exit_code();
+  } catch (const std::exception& error) {
+    env.out.flush();
+    env.err << "Error: " << error.what() << '\n';
+    return kExitFailure;
+  }
+}
+
+}  // namespace flowbulk

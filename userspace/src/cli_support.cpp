@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "cli_support.h"
+
+#include <ostream>
+
+#include "error.h"
+#include "names.h"
+
+namespace flowbulk {
+
+namespace {
+
+// NFT_NAME_MAXLEN is 256 including the terminating NUL.
+constexpr size_t kMaxNameLength = 255;
+
+}  // namespace
+
+std::string Arguments::take(std::string_view what) {
+  if (empty()) {
+    throw UsageError("missing " + std::string(what) + "; try \"flowbulk " + object_ + " help\"");
+  }
+  return words_[position_++];
+}
+
+void Arguments::expect_end() {
+  if (!empty()) {
+    throw UsageError("unexpected argument \"" + peek() + "\"; try \"flowbulk " + object_ +
+                     " help\"");
+  }
+}
+
+bool abbreviates(std::string_view word, std::string_view keyword) {
+  return !word.empty() && keyword.substr(0, word.size()) == word;
+}
+
+std::string match_keyword(std::string_view word, std::initializer_list<std::string_view> keywords,
+                          std::string_view what, std::string_view help_object) {
+  std::vector<std::string_view> candidates;
+  for (std::string_view keyword : keywords) {
+    if (word == keyword) {
+      return std::string(keyword);
+    }
+    if (abbreviates(word, keyword)) {
+      candidates.push_back(keyword);
+    }
+  }
+  if (candidates.size() == 1) {
+    return std::string(candidates.front());
+  }
+  const std::string try_help = help_object.empty()
+                                   ? std::string("try \"flowbulk help\"")
+                                   : "try \"flowbulk " + std::string(help_object) + " help\"";
+  if (candidates.empty()) {
+    throw UsageError(std::string(what) + " \"" + std::string(word) + "\" is unknown; " + try_help);
+  }
+  std::string list;
+  for (std::string_view candidate : candidates) {
+    list += (list.empty() ? "" : ", ") + std::string(candidate);
+  }
+  throw UsageError(std::string(what) + " \"" + std::string(word) + "\" is ambiguous (" + list +
+                   "); " + try_help);
+}
+
+uint8_t parse_family(std::string_view word) {
+  if (auto family = family_from_name(word)) {
+    return *family;
+  }
+  throw UsageError("unknown family \"" + std::string(word) + "\": flowtables exist in " +
+                   std::string(family_names_text()));
+}
+
+void validate_name(std::string_view name, std::string_view what) {
+  if (name.empty()) {
+    throw UsageError(std::string(what) + " name is empty");
+  }
+  if (name.size() > kMaxNameLength) {
+    throw UsageError(std::string(what) + " name is longer than " + std::to_string(kMaxNameLength) +
+                     " characters");
+  }
+  auto is_letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  const char first = name.front();
+  bool valid = is_letter(first) || first == '_' || first == '.';
+  for (char c : name.substr(1)) {
+    valid = valid && (is_letter(c) || is_digit(c) || c == '/' || c == '-' || c == '_' || c == '.');
+  }
+  if (!valid) {
+    throw UsageError("invalid " + std::string(what) + " name \"" + std::string(name) +
+                     "\": use a letter, '_' or '.' first, then letters, digits, '/', '-', '_' "
+                     "or '.' (as nft identifiers)");
+  }
+}
+
+FlowtableRef parse_flowtable_ref(Arguments& arguments) {
+  FlowtableRef ref;
+  ref.family = parse_family(arguments.take("FAMILY"));
+  ref.table = arguments.take("TABLE");
+  validate_name(ref.table, "table");
+  ref.flowtable = arguments.take("FLOWTABLE");
+  validate_name(ref.flowtable, "flowtable");
+  return ref;
+}
+
+void emit_json(const Invocation& invocation, const Json& body) {
+  Json document = {{"schema", kJsonSchemaVersion}};
+  for (const auto& [key, value] : body.items()) {
+    document[key] = value;
+  }
+  invocation.env.out << document.dump(invocation.options.pretty ? 2 : -1) << '\n';
+}
+
+void emit_done(const Invocation& invocation) {
+  if (invocation.options.json) {
+    emit_json(invocation, Json{{"ok", true}});
+  }
+}
+
+Json flowtable_ref_json(const FlowtableRef& ref) {
+  return Json{
+      {"family", family_name(ref.family)}, {"table", ref.table}, {"flowtable", ref.flowtable}};
+}
+
+void fail_with_context(const Error& error, const std::string& context, std::string_view hint) {
+  std::string message = context + ": ";
+  if (!hint.empty()) {
+    message += std::string(hint) + ": ";
+  }
+  message += error.what();
+  throw Error(message, error.sys_errno(), error.extack(), error.exit_code());
+}
+
+}  // namespace flowbulk

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// Pieces shared by the command implementations: the argument cursor,
+// keyword matching, validation of names, and JSON output.
+
+#include <cstdint>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "environment.h"
+#include "error.h"
+#include "nfb_client.h"
+
+namespace flowbulk {
+
+using Json = nlohmann::ordered_json;
+
+// The version of the JSON documents `-j` prints. Raise it when a field
+// changes meaning or disappears; adding fields keeps it.
+constexpr int kJsonSchemaVersion = 1;
+
+struct Options {
+  bool json = false;
+  bool pretty = false;
+  int detail = 0;  // number of -s
+  std::optional<std::string> file;
+};
+
+// Everything one command needs.
+struct Invocation {
+  Environment& env;
+  Options options;
+};
+
+// The words after OBJECT, consumed left to right.
+class Arguments {
+ public:
+  Arguments(std::vector<std::string> words, std::string object)
+      : words_(std::move(words)), object_(std::move(object)) {}
+
+  bool empty() const { return position_ >= words_.size(); }
+  const std::string& peek() const { return words_.at(position_); }
+  // The next word; `what` names it in the error when it is missing.
+  std::string take(std::string_view what);
+  // Rejects anything left over.
+  void expect_end();
+  const std::string& object() const { return object_; }
+
+ private:
+  std::vector<std::string> words_;
+  size_t position_ = 0;
+  std::string object_;
+};
+
+// iproute2's matches(): the exact keyword or an unambiguous prefix of one.
+// `what` ("command", "hook") and `help_object` go into the error message.
+std::string match_keyword(std::string_view word, std::initializer_list<std::string_view> keywords,
+                          std::string_view what, std::string_view help_object);
+// True when `word` is a prefix of `keyword` (and not empty).
+bool abbreviates(std::string_view word, std::string_view keyword);
+
+uint8_t parse_family(std::string_view word);
+// nft identifier rules, so that `nft list ruleset` output reloads.
+void validate_name(std::string_view name, std::string_view what);
+FlowtableRef parse_flowtable_ref(Arguments& arguments);
+
+// Prints {"schema": 1, <body members>} on env.out.
+void emit_json(const Invocation& invocation, const Json& body);
+// Success of a command that has nothing to show.
+void emit_done(const Invocation& invocation);
+
+Json flowtable_ref_json(const FlowtableRef& ref);
+
+// Adds "what failed" to a kernel error, keeping errno and extack.
+[[noreturn]] void fail_with_context(const Error& error, const std::string& context,
+                                    std::string_view hint = {});
+
+}  // namespace flowbulk

@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: GPL-2.0
+// attach, detach, stats, monitor: the module's generic netlink family.
+#include <linux/netlink.h>
+#include <nf_flow_bulk.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+#include "commands.h"
+#include "error.h"
+#include "names.h"
+#include "text_table.h"
+
+namespace flowbulk {
+
+namespace {
+
+NfbClient open_module(Invocation& invocation) {
+  return NfbClient(invocation.env.transports.open(NETLINK_GENERIC));
+}
+
+std::string hint_for_attach_error(int sys_errno) {
+  switch (sys_errno) {
+    case ENOENT:
+      return "no such flowtable (or it has no devices)";
+    case EEXIST:
+      return "already attached";
+    case EPERM:
+      return "needs CAP_NET_ADMIN";
+    default:
+      return {};
+  }
+}
+
+std::string hint_for_detach_error(int sys_errno) {
+  switch (sys_errno) {
+    case ENOENT:
+      return "not attached";
+    case EPERM:
+      return "needs CAP_NET_ADMIN";
+    default:
+      return {};
+  }
+}
+
+// ---- stats formatting -----------------------------------------------------
+
+std::string histogram_bucket_label(size_t bucket) {
+  const uint64_t low = uint64_t{1} << bucket;
+  if (bucket + 1 >= NFB_HIST_BUCKETS) {
+    return std::to_string(low) + "+";
+  }
+  const uint64_t high = (uint64_t{1} << (bucket + 1)) - 1;
+  return low == high ? std::to_string(low) : std::to_string(low) + "-" + std::to_string(high);
+}
+
+uint64_t sum(const std::vector<uint64_t>& counters) {
+  uint64_t total = 0;
+  for (uint64_t value : counters) {
+    total += value;
+  }
+  return total;
+}
+
+std::string mean_bulk_text(double packets, double bulks) {
+  if (bulks <= 0) {
+    return "-";
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f", packets / bulks);
+  return text;
+}
+
+std::string mean_bulk_text(uint64_t packets, uint64_t bulks) {
+  return mean_bulk_text(static_cast<double>(packets), static_cast<double>(bulks));
+}
+
+Json reasons_json(const std::vector<uint64_t>& counters, std::span<const std::string_view> names,
+                  const char* unit) {
+  Json list = Json::array();
+  // Every known reason, even at zero, so consumers see a stable shape; plus
+  // whatever newer reasons the kernel sent.
+  const size_t count = std::max(counters.size(), names.size());
+  for (size_t i = 0; i < count; ++i) {
+    list.push_back(Json{{"reason", reason_name(names, i)},
+                        {"id", i},
+                        {unit, i < counters.size() ? counters[i] : 0}});
+  }
+  return list;
+}
+
+Json histogram_json(const std::vector<uint64_t>& histogram) {
+  Json list = Json::array();
+  const size_t count = std::max<size_t>(histogram.size(), NFB_HIST_BUCKETS);
+  for (size_t bucket = 0; bucket < count; ++bucket) {
+    Json entry{{"bucket", histogram_bucket_label(bucket)}, {"min", uint64_t{1} << bucket}};
+    if (bucket + 1 < NFB_HIST_BUCKETS) {
+      entry["max"] = (uint64_t{1} << (bucket + 1)) - 1;
+    } else {
+      entry["max"] = nullptr;
+    }
+    entry["bulks"] = bucket < histogram.size() ? histogram[bucket] : 0;
+    list.push_back(entry);
+  }
+  return list;
+}
+
+Json stats_json(const CpuStats& stats) {
+  return Json{
+      {"packets", stats.packets},
+      {"bulks", stats.bulks},
+      {"declined", sum(stats.decline)},
+      {"fallback", sum(stats.fallback)},
+      {"dropped", sum(stats.drop)},
+      {"histogram", histogram_json(stats.histogram)},
+      {"decline", reasons_json(stats.decline, decline_reason_names(), "packets")},
+      {"fallbacks", reasons_json(stats.fallback, fallback_reason_names(), "packets")},
+      {"drops", reasons_json(stats.drop, drop_reason_names(), "packets")},
+  };
+}
+
+// "miss 50, ttl 6": only the reasons that happened.
+std::string nonzero_reasons_text(const std::vector<uint64_t>& counters,
+                                 std::span<const std::string_view> names) {
+  std::string text;
+  for (size_t i = 0; i < counters.size(); ++i) {
+    if (counters[i] != 0) {
+      text +=
+          (text.empty() ? "" : ", ") + reason_name(names, i) + " " + std::to_string(counters[i]);
+    }
+  }
+  return text;
+}
+
+void print_stats_text(std::ostream& out, const std::vector<CpuStats>& per_cpu, int detail) {
+  const CpuStats total = total_stats(per_cpu);
+  TextTable summary({{"COUNTER"}, {"VALUE", TextTable::Align::kRight}, {"DETAIL"}});
+  summary.add_row({"packets", std::to_string(total.packets), ""});
+  summary.add_row({"bulks", std::to_string(total.bulks),
+                   "mean " + mean_bulk_text(total.packets, total.bulks) + " packets per bulk"});
+  summary.add_row({"declined", std::to_string(sum(total.decline)),
+                   nonzero_reasons_text(total.decline, decline_reason_names())});
+  summary.add_row({"fallback", std::to_string(sum(total.fallback)),
+                   nonzero_reasons_text(total.fallback, fallback_reason_names())});
+  summary.add_row({"dropped", std::to_string(sum(total.drop)),
+                   nonzero_reasons_text(total.drop, drop_reason_names())});
+  summary.print(out);
+  if (detail >= 1) {
+    out << '\n';
+    TextTable cpus({{"CPU"},
+                    {"PACKETS", TextTable::Align::kRight},
+                    {"BULKS", TextTable::Align::kRight},
+                    {"MEAN", TextTable::Align::kRight},
+                    {"DECLINED", TextTable::Align::kRight},
+                    {"FALLBACK", TextTable::Align::kRight},
+                    {"DROPPED", TextTable::Align::kRight}});
+    for (const CpuStats& cpu : per_cpu) {
+      cpus.add_row({std::to_string(cpu.cpu), std::to_string(cpu.packets), std::to_string(cpu.bulks),
+                    mean_bulk_text(cpu.packets, cpu.bulks), std::to_string(sum(cpu.decline)),
+                    std::to_string(sum(cpu.fallback)), std::to_string(sum(cpu.drop))});
+    }
+    cpus.print(out);
+  }
+  if (detail >= 2) {
+    out << '\n';
+    std::vector<TextTable::Column> columns = {{"BULK SIZE"}, {"TOTAL", TextTable::Align::kRight}};
+    for (const CpuStats& cpu : per_cpu) {
+      columns.push_back({"CPU" + std::to_string(cpu.cpu), TextTable::Align::kRight});
+    }
+    TextTable histogram(columns);
+    const size_t buckets = std::max<size_t>(total.histogram.size(), NFB_HIST_BUCKETS);
+    for (size_t bucket = 0; bucket < buckets; ++bucket) {
+      auto at = [bucket](const CpuStats& stats) {
+        return std::to_string(bucket < stats.histogram.size() ? stats.histogram[bucket] : 0);
+      };
+      std::vector<std::string> row = {histogram_bucket_label(bucket), at(total)};
+      for (const CpuStats& cpu : per_cpu) {
+        row.push_back(at(cpu));
+      }
+      histogram.add_row(row);
+    }
+    histogram.print(out);
+  }
+}
+
+// ---- monitor --------------------------------------------------------------
+
+double rate(uint64_t now, uint64_t before, double seconds) {
+  // Counters can go backwards after `stats reset`: show 0, not garbage.
+  return now >= before ? static_cast<double>(now - before) / seconds : 0.0;
+}
+
+}  // namespace
+
+const char* attach_usage() {
+  return "Usage: flowbulk attach FAMILY TABLE FLOWTABLE\n"
+         "       flowbulk attach list\n"
+         "FAMILY := { ip | ip6 | inet }\n"
+         "Hands the flowtable's traffic to the nf_flow_bulk module (loaded on demand).\n";
+}
+
+const char* detach_usage() {
+  return "Usage: flowbulk detach FAMILY TABLE FLOWTABLE\n"
+         "FAMILY := { ip | ip6 | inet }\n";
+}
+
+const char* stats_usage() {
+  return "Usage: flowbulk [-s [-s]] stats [ show ]\n"
+         "       flowbulk stats reset\n"
+         "-s adds the per-CPU table, -s -s the bulk-size histograms.\n";
+}
+
+const char* monitor_usage() {
+  return "Usage: flowbulk monitor [ interval SECONDS ] [ count N ]\n"
+         "Prints rates every interval (default 1 s) until interrupted (or N samples).\n";
+}
+
+void detach_quietly(Invocation& invocation, const FlowtableRef& flowtable) {
+  if (!invocation.env.module_loaded()) {
+    return;  // asking would autoload the module just to detach nothing
+  }
+  try {
+    open_module(invocation).detach(flowtable);
+  } catch (const Error&) {
+    // Not attached, or the module went away: nothing to undo.
+  }
+}
+
+void do_attach(Invocation& invocation, Arguments& arguments) {
+  const std::string first = arguments.take("FAMILY or \"list\"");
+  if (!family_from_name(first) && abbreviates(first, "list")) {
+    arguments.expect_end();
+    std::vector<Attachment> attachments;
+    try {
+      attachments = open_module(invocation).list_attachments();
+    } catch (const Error& error) {
+      fail_with_context(error, "cannot list attachments");
+    }
+    if (invocation.options.json) {
+      Json list = Json::array();
+      for (const Attachment& attachment : attachments) {
+        Json entry = flowtable_ref_json(attachment.flowtable);
+        entry["priority"] =
+            attachment.flowtable_priority ? Json(*attachment.flowtable_priority) : Json();
+        entry["hook_priority"] =
+            attachment.hook_priority ? Json(*attachment.hook_priority) : Json();
+        Json devices = Json::array();
+        for (const AttachedDevice& device : attachment.devices) {
+          devices.push_back(Json{{"ifindex", device.ifindex}, {"ifname", device.ifname}});
+        }
+        entry["devices"] = devices;
+        list.push_back(entry);
+      }
+      emit_json(invocation, Json{{"attachments", list}});
+      return;
+    }
+    TextTable table({{"FAMILY"},
+                     {"TABLE"},
+                     {"FLOWTABLE"},
+                     {"PRIORITY", TextTable::Align::kRight},
+                     {"HOOK PRIORITY", TextTable::Align::kRight},
+                     {"DEVICES"}});
+    for (const Attachment& attachment : attachments) {
+      std::string devices;
+      for (const AttachedDevice& device : attachment.devices) {
+        devices += (devices.empty() ? "" : ",") + device.ifname;
+      }
+      auto optional_text = [](const std::optional<int32_t>& value) {
+        return value ? std::to_string(*value) : std::string("-");
+      };
+      table.add_row({family_name(attachment.flowtable.family), attachment.flowtable.table,
+                     attachment.flowtable.flowtable, optional_text(attachment.flowtable_priority),
+                     optional_text(attachment.hook_priority), devices.empty() ? "-" : devices});
+    }
+    if (!table.empty()) {
+      table.print(invocation.env.out);
+    }
+    return;
+  }
+  if (!family_from_name(first) && abbreviates(first, "help")) {
+    invocation.env.out << attach_usage();
+    return;
+  }
+  FlowtableRef ref;
+  ref.family = parse_family(first);
+  ref.table = arguments.take("TABLE");
+  validate_name(ref.table, "table");
+  ref.flowtable = arguments.take("FLOWTABLE");
+  validate_name(ref.flowtable, "flowtable");
+  arguments.expect_end();
+  try {
+    open_module(invocation).attach(ref);
+  } catch (const KernelError& error) {
+    fail_with_context(error, "cannot attach flowtable " + ref.to_string(),
+                      error.extack().empty() ? hint_for_attach_error(error.sys_errno()) : "");
+  } catch (const Error& error) {
+    fail_with_context(error, "cannot attach flowtable " + ref.to_string());
+  }
+  emit_done(invocation);
+}
+
+void do_detach(Invocation& invocation, Arguments& arguments) {
+  if (!arguments.empty() && !family_from_name(arguments.peek()) &&
+      abbreviates(arguments.peek(), "help")) {
+    invocation.env.out << detach_usage();
+    return;
+  }
+  FlowtableRef ref = parse_flowtable_ref(arguments);
+  arguments.expect_end();
+  try {
+    open_module(invocation).detach(ref);
+  } catch (const KernelError& error) {
+    fail_with_context(error, "cannot detach flowtable " + ref.to_string(),
+                      error.extack().empty() ? hint_for_detach_error(error.sys_errno()) : "");
+  } catch (const Error& error) {
+    fail_with_context(error, "cannot detach flowtable " + ref.to_string());
+  }
+  emit_done(invocation);
+}
+
+void do_stats(Invocation& invocation, Arguments& arguments) {
+  std::string command = "show";
+  if (!arguments.empty()) {
+    command = match_keyword(arguments.take("COMMAND"), {"show", "reset", "help"}, "stats command",
+                            "stats");
+  }
+  arguments.expect_end();
+  if (command == "help") {
+    invocation.env.out << stats_usage();
+    return;
+  }
+  if (command == "reset") {
+    try {
+      open_module(invocation).reset_stats();
+    } catch (const Error& error) {
+      fail_with_context(error, "cannot reset statistics");
+    }
+    emit_done(invocation);
+    return;
+  }
+  std::vector<CpuStats> per_cpu;
+  try {
+    per_cpu = open_module(invocation).get_stats();
+  } catch (const Error& error) {
+    fail_with_context(error, "cannot read statistics");
+  }
+  if (invocation.options.json) {
+    Json cpus = Json::array();
+    for (const CpuStats& cpu : per_cpu) {
+      Json entry{{"cpu", cpu.cpu}};
+      const Json counters = stats_json(cpu);
+      for (const auto& [key, value] : counters.items()) {
+        entry[key] = value;
+      }
+      cpus.push_back(entry);
+    }
+    emit_json(invocation,
+              Json{{"stats", Json{{"total", stats_json(total_stats(per_cpu))}, {"cpus", cpus}}}});
+    return;
+  }
+  print_stats_text(invocation.env.out, per_cpu, invocation.options.detail);
+}
+
+void do_monitor(Invocation& invocation, Arguments& arguments) {
+  double interval = 1.0;
+  std::optional<uint64_t> count;
+  while (!arguments.empty()) {
+    const std::string keyword = match_keyword(
+        arguments.take("keyword"), {"interval", "count", "help"}, "monitor option", "monitor");
+    if (keyword == "help") {
+      invocation.env.out << monitor_usage();
+      return;
+    }
+    const std::string value = arguments.take(keyword == "interval" ? "SECONDS" : "N");
+    char* end = nullptr;
+    errno = 0;
+    if (keyword == "interval") {
+      interval = std::strtod(value.c_str(), &end);
+      if (end == value.c_str() || *end != '\0' || errno != 0 || !std::isfinite(interval) ||
+          interval < 0.1 || interval > 3600) {
+        throw UsageError("invalid interval \"" + value + "\": seconds between 0.1 and 3600");
+      }
+    } else {
+      const unsigned long long parsed = std::strtoull(value.c_str(), &end, 10);
+      if (end == value.c_str() || *end != '\0' || errno != 0 || parsed == 0 ||
+          value.front() == '-') {
+        throw UsageError("invalid count \"" + value + "\": a positive integer");
+      }
+      count = parsed;
+    }
+  }
+  invocation.env.catch_interrupts();
+  NfbClient module = open_module(invocation);
+  auto read_total = [&module]() {
+    try {
+      return total_stats(module.get_stats());
+    } catch (const Error& error) {
+      fail_with_context(error, "cannot read statistics");
+    }
+  };
+  CpuStats before = read_total();
+  std::ostream& out = invocation.env.out;
+  if (!invocation.options.json) {
+    char header[160];
+    std::snprintf(header, sizeof(header), "%-8s  %12s  %10s  %9s  %10s  %10s  %10s\n", "TIME",
+                  "PACKETS/S", "BULKS/S", "MEAN BULK", "DECLINED/S", "FALLBACK/S", "DROPPED/S");
+    out << header << std::flush;
+  }
+  for (uint64_t sample = 0; !count || sample < *count; ++sample) {
+    if (!invocation.env.sleep(interval)) {
+      break;  // interrupted: a normal way to end monitor
+    }
+    CpuStats now = read_total();
+    const double packets = rate(now.packets, before.packets, interval);
+    const double bulks = rate(now.bulks, before.bulks, interval);
+    const double declined = rate(sum(now.decline), sum(before.decline), interval);
+    const double fallback = rate(sum(now.fallback), sum(before.fallback), interval);
+    const double dropped = rate(sum(now.drop), sum(before.drop), interval);
+    const std::string time = invocation.env.clock_text();
+    if (invocation.options.json) {
+      Json entry{{"time", time},
+                 {"interval", interval},
+                 {"packets_per_second", packets},
+                 {"bulks_per_second", bulks},
+                 {"mean_bulk", bulks > 0 ? Json(packets / bulks) : Json()},
+                 {"declined_per_second", declined},
+                 {"fallback_per_second", fallback},
+                 {"dropped_per_second", dropped}};
+      // One document per line (JSON Lines), so a reader can follow live.
+      invocation.options.pretty = false;
+      emit_json(invocation, Json{{"sample", entry}});
+    } else {
+      char line[160];
+      std::snprintf(line, sizeof(line), "%-8s  %12.0f  %10.0f  %9s  %10.0f  %10.0f  %10.0f\n",
+                    time.c_str(), packets, bulks, mean_bulk_text(packets, bulks).c_str(), declined,
+                    fallback, dropped);
+      out << line;
+    }
+    out << std::flush;
+    before = now;
+  }
+}
+
+}  // namespace flowbulk

@@ -1,0 +1,538 @@
+// SPDX-License-Identifier: GPL-2.0
+// table, flowtable, offload: nftables objects through libnftnl batches.
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netlink.h>
+#include <net/if.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <ostream>
+#include <set>
+
+#include "commands.h"
+#include "error.h"
+#include "names.h"
+#include "nft_client.h"
+#include "text_table.h"
+
+namespace flowbulk {
+
+namespace {
+
+NftClient open_nft(Invocation& invocation) {
+  return NftClient(invocation.env.transports.open(NETLINK_NETFILTER));
+}
+
+std::string table_text(uint8_t family, const std::string& name) {
+  return family_name(family) + " " + name;
+}
+
+// Turns the kernel's bare errno into what went wrong, asking the kernel what
+// exists only after a failure (so the success path stays one round trip).
+std::string diagnose_missing(NftClient& nft, const FlowtableRef& ref, bool flowtable_expected) {
+  try {
+    if (!nft.table_exists(ref.family, ref.table)) {
+      return "table " + table_text(ref.family, ref.table) + " does not exist";
+    }
+    if (flowtable_expected && !nft.flowtable_exists(ref)) {
+      return "flowtable " + ref.to_string() + " does not exist";
+    }
+  } catch (const Error&) {
+    // The diagnosis is a courtesy; report the original error instead.
+  }
+  return {};
+}
+
+int32_t parse_priority(const std::string& word) {
+  if (word == "filter") {
+    return 0;  // nft's name for priority 0 of a flowtable
+  }
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(word.c_str(), &end, 10);
+  if (word.empty() || end == word.c_str() || *end != '\0') {
+    throw UsageError("invalid priority \"" + word + "\": an integer (or \"filter\")");
+  }
+  if (errno == ERANGE || value < INT32_MIN || value > INT32_MAX) {
+    throw UsageError("priority " + word + " is out of range (" + std::to_string(INT32_MIN) +
+                     " .. " + std::to_string(INT32_MAX) + ")");
+  }
+  return static_cast<int32_t>(value);
+}
+
+std::vector<std::string> parse_devices(const std::string& list, Environment& env) {
+  std::vector<std::string> devices;
+  std::set<std::string> seen;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = list.find(',', start);
+    std::string device = list.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (device.empty()) {
+      throw UsageError("empty device name in \"" + list + "\"");
+    }
+    if (device.size() >= IFNAMSIZ) {
+      throw UsageError("device name \"" + device + "\" is longer than " +
+                       std::to_string(IFNAMSIZ - 1) + " characters");
+    }
+    if (!seen.insert(device).second) {
+      throw UsageError("device \"" + device + "\" is listed twice");
+    }
+    if (!env.device_exists(device)) {
+      throw UsageError("device \"" + device + "\" does not exist");
+    }
+    devices.push_back(device);
+    if (comma == std::string::npos) {
+      break;
+    }
+    start = comma + 1;
+  }
+  return devices;
+}
+
+std::optional<uint8_t> optional_family(Arguments& arguments) {
+  if (arguments.empty()) {
+    return std::nullopt;
+  }
+  return parse_family(arguments.take("FAMILY"));
+}
+
+// ---- table ------------------------------------------------------------------
+
+// nft's names for NFT_TABLE_F_* (dormant, owner, persist); unknown bits as
+// numbers, like unknown reasons.
+std::vector<std::string> table_flag_names(uint32_t flags) {
+  static constexpr std::array<const char*, 3> kNames = {"dormant", "owner", "persist"};
+  std::vector<std::string> names;
+  for (uint32_t bit = 0; bit < 32; ++bit) {
+    if ((flags & (1U << bit)) != 0) {
+      names.emplace_back(bit < kNames.size() ? kNames[bit] : std::to_string(1U << bit));
+    }
+  }
+  return names;
+}
+
+void table_add(Invocation& invocation, Arguments& arguments) {
+  const uint8_t family = parse_family(arguments.take("FAMILY"));
+  const std::string name = arguments.take("NAME");
+  validate_name(name, "table");
+  arguments.expect_end();
+  try {
+    open_nft(invocation).add_table(family, name);
+  } catch (const KernelError& error) {
+    fail_with_context(error, "cannot add table " + table_text(family, name),
+                      error.sys_errno() == EEXIST ? "it already exists" : "");
+  } catch (const Error& error) {
+    fail_with_context(error, "cannot add table " + table_text(family, name));
+  }
+  emit_done(invocation);
+}
+
+void table_delete(Invocation& invocation, Arguments& arguments) {
+  const uint8_t family = parse_family(arguments.take("FAMILY"));
+  const std::string name = arguments.take("NAME");
+  validate_name(name, "table");
+  arguments.expect_end();
+  try {
+    NftClient nft = open_nft(invocation);
+    // The table's flowtables are noted before the delete, so that their
+    // attachments can be dropped after it: the module would otherwise keep
+    // hooks for flowtables that no longer exist.
+    std::vector<FlowtableRef> attached;
+    for (const auto& flowtable : nft.list_flowtables(family)) {
+      if (name == nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_TABLE)) {
+        attached.push_back(FlowtableRef{
+            .family = family,
+            .table = name,
+            .flowtable = nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_NAME)});
+      }
+    }
+    nft.delete_table(family, name);
+    for (const FlowtableRef& ref : attached) {
+      detach_quietly(invocation, ref);
+    }
+  } catch (const KernelError& error) {
+    fail_with_context(error, "cannot delete table " + table_text(family, name),
+                      error.sys_errno() == ENOENT ? "it does not exist" : "");
+  } catch (const Error& error) {
+    fail_with_context(error, "cannot delete table " + table_text(family, name));
+  }
+  emit_done(invocation);
+}
+
+void table_list(Invocation& invocation, Arguments& arguments) {
+  const std::optional<uint8_t> family = optional_family(arguments);
+  arguments.expect_end();
+  std::vector<NftnlTablePtr> tables;
+  try {
+    tables = open_nft(invocation).list_tables(family);
+  } catch (const Error& error) {
+    fail_with_context(error, "cannot list tables");
+  }
+  if (invocation.options.json) {
+    Json list = Json::array();
+    for (const auto& table : tables) {
+      list.push_back(Json{
+          {"family", family_name(nftnl_table_get_u32(table.get(), NFTNL_TABLE_FAMILY))},
+          {"name", nftnl_table_get_str(table.get(), NFTNL_TABLE_NAME)},
+          {"handle", nftnl_table_get_u64(table.get(), NFTNL_TABLE_HANDLE)},
+          {"use", nftnl_table_get_u32(table.get(), NFTNL_TABLE_USE)},
+          {"flags", table_flag_names(nftnl_table_get_u32(table.get(), NFTNL_TABLE_FLAGS))},
+      });
+    }
+    emit_json(invocation, Json{{"tables", list}});
+    return;
+  }
+  TextTable text({{"FAMILY"},
+                  {"NAME"},
+                  {"HANDLE", TextTable::Align::kRight},
+                  {"OBJECTS", TextTable::Align::kRight}});
+  for (const auto& table : tables) {
+    text.add_row({family_name(nftnl_table_get_u32(table.get(), NFTNL_TABLE_FAMILY)),
+                  nftnl_table_get_str(table.get(), NFTNL_TABLE_NAME),
+                  std::to_string(nftnl_table_get_u64(table.get(), NFTNL_TABLE_HANDLE)),
+                  std::to_string(nftnl_table_get_u32(table.get(), NFTNL_TABLE_USE))});
+  }
+  if (!text.empty()) {
+    text.print(invocation.env.out);
+  }
+}
+
+// ---- flowtable ------------------------------------------------------------
+
+void flowtable_add(Invocation& invocation, Arguments& arguments) {
+  FlowtableSpec spec;
+  spec.ref = parse_flowtable_ref(arguments);
+  std::optional<std::string> hook;
+  std::optional<int32_t> priority;
+  std::optional<std::vector<std::string>> devices;
+  bool counter = false;
+  while (!arguments.empty()) {
+    const std::string keyword =
+        match_keyword(arguments.take("keyword"), {"hook", "priority", "devices", "counter"},
+                      "flowtable option", "flowtable");
+    auto once = [&keyword](bool already) {
+      if (already) {
+        throw UsageError("\"" + keyword + "\" given twice");
+      }
+    };
+    if (keyword == "hook") {
+      once(hook.has_value());
+      hook = match_keyword(arguments.take("HOOK (ingress or early_ingress)"),
+                           {"ingress", "early_ingress"}, "hook", "flowtable");
+    } else if (keyword == "priority") {
+      once(priority.has_value());
+      priority = parse_priority(arguments.take("PRIORITY"));
+    } else if (keyword == "devices") {
+      once(devices.has_value());
+      devices = parse_devices(arguments.take("DEV[,DEV...]"), invocation.env);
+    } else {
+      once(counter);
+      counter = true;
+    }
+  }
+  if (!hook) {
+    throw UsageError(
+        "missing \"hook ingress\" or \"hook early_ingress\"; try \"flowbulk "
+        "flowtable help\"");
+  }
+  if (!devices) {
+    throw UsageError("missing \"devices DEV[,DEV...]\"; try \"flowbulk flowtable help\"");
+  }
+  const bool early = *hook == "early_ingress";
+  spec.priority = priority.value_or(0);
+  if (early && spec.priority == INT32_MIN) {
+    throw UsageError("priority " + std::to_string(INT32_MIN) +
+                     " leaves no room for the module's hook, which runs at priority - 1");
+  }
+  spec.devices = std::move(*devices);
+  spec.counter = counter;
+
+  const std::string context = "cannot add flowtable " + spec.ref.to_string();
+  std::optional<NfbClient> module;
+  if (early) {
+    // Before creating anything: without the module, early_ingress cannot be
+    // honoured, and a plain ingress flowtable left behind would be a
+    // half-applied command.
+    try {
+      module.emplace(invocation.env.transports.open(NETLINK_GENERIC));
+      module->family_id();
+    } catch (const Error& error) {
+      fail_with_context(error, context + " with hook early_ingress");
+    }
+  }
+  NftClient nft = open_nft(invocation);
+  try {
+    nft.add_flowtable(spec);
+  } catch (const KernelError& error) {
+    std::string hint;
+    if (error.sys_errno() == ENOENT) {
+      hint = diagnose_missing(nft, spec.ref, false);
+    } else if (error.sys_errno() == EEXIST) {
+      hint = nft.flowtable_exists(spec.ref) ? "it already exists"
+                                            : "a device is already in another flowtable of table " +
+                                                  table_text(spec.ref.family, spec.ref.table);
+    }
+    fail_with_context(error, context, hint);
+  } catch (const Error& error) {
+    fail_with_context(error, context);
+  }
+  if (early) {
+    try {
+      module->attach(spec.ref);
+    } catch (const Error& error) {
+      // Undo the flowtable so the command has no effect at all.
+      try {
+        nft.delete_flowtable(spec.ref);
+      } catch (const Error&) {
+        fail_with_context(error, context +
+                                     " with hook early_ingress: attach failed and the "
+                                     "flowtable created at ingress could not be removed");
+      }
+      fail_with_context(error, context +
+                                   " with hook early_ingress: attach failed, flowtable "
+                                   "removed again");
+    }
+  }
+  emit_done(invocation);
+}
+
+void flowtable_delete(Invocation& invocation, Arguments& arguments) {
+  const FlowtableRef ref = parse_flowtable_ref(arguments);
+  arguments.expect_end();
+  NftClient nft = open_nft(invocation);
+  try {
+    nft.delete_flowtable(ref);
+  } catch (const KernelError& error) {
+    std::string hint;
+    if (error.sys_errno() == ENOENT) {
+      hint = diagnose_missing(nft, ref, true);
+    } else if (error.sys_errno() == EBUSY) {
+      hint = "a rule still uses it (flow add @" + ref.flowtable + ")";
+    }
+    fail_with_context(error, "cannot delete flowtable " + ref.to_string(), hint);
+  } catch (const Error& error) {
+    fail_with_context(error, "cannot delete flowtable " + ref.to_string());
+  }
+  detach_quietly(invocation, ref);
+  emit_done(invocation);
+}
+
+void flowtable_list(Invocation& invocation, Arguments& arguments) {
+  const std::optional<uint8_t> family = optional_family(arguments);
+  std::optional<std::string> table;
+  if (!arguments.empty()) {
+    table = arguments.take("TABLE");
+  }
+  arguments.expect_end();
+  std::vector<NftnlFlowtablePtr> flowtables;
+  try {
+    flowtables = open_nft(invocation).list_flowtables(family);
+  } catch (const Error& error) {
+    fail_with_context(error, "cannot list flowtables");
+  }
+  std::erase_if(flowtables, [&table](const NftnlFlowtablePtr& flowtable) {
+    return table && *table != nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_TABLE);
+  });
+  auto devices_of = [](const nftnl_flowtable* flowtable) {
+    std::vector<std::string> devices;
+    if (nftnl_flowtable_is_set(flowtable, NFTNL_FLOWTABLE_DEVICES)) {
+      const char* const* names = nftnl_flowtable_get_array(flowtable, NFTNL_FLOWTABLE_DEVICES);
+      for (size_t i = 0; names != nullptr && names[i] != nullptr; ++i) {
+        devices.emplace_back(names[i]);
+      }
+    }
+    return devices;
+  };
+  auto flags_of = [](const nftnl_flowtable* flowtable) {
+    std::vector<std::string> flags;
+    const uint32_t bits = nftnl_flowtable_is_set(flowtable, NFTNL_FLOWTABLE_FLAGS)
+                              ? nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_FLAGS)
+                              : 0;
+    if ((bits & NFT_FLOWTABLE_HW_OFFLOAD) != 0) {
+      flags.emplace_back("offload");
+    }
+    if ((bits & NFT_FLOWTABLE_COUNTER) != 0) {
+      flags.emplace_back("counter");
+    }
+    return flags;
+  };
+  if (invocation.options.json) {
+    Json list = Json::array();
+    for (const auto& owned : flowtables) {
+      const nftnl_flowtable* flowtable = owned.get();
+      list.push_back(Json{
+          {"family", family_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_FAMILY))},
+          {"table", nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_TABLE)},
+          {"name", nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_NAME)},
+          {"handle", nftnl_flowtable_get_u64(flowtable, NFTNL_FLOWTABLE_HANDLE)},
+          {"hook", netdev_hook_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_HOOKNUM))},
+          {"prio", nftnl_flowtable_get_s32(flowtable, NFTNL_FLOWTABLE_PRIO)},
+          {"devices", devices_of(flowtable)},
+          {"flags", flags_of(flowtable)},
+          {"use", nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_USE)},
+      });
+    }
+    emit_json(invocation, Json{{"flowtables", list}});
+    return;
+  }
+  TextTable text({{"FAMILY"},
+                  {"TABLE"},
+                  {"NAME"},
+                  {"HOOK"},
+                  {"PRIORITY", TextTable::Align::kRight},
+                  {"DEVICES"},
+                  {"FLAGS"},
+                  {"HANDLE", TextTable::Align::kRight}});
+  auto join = [](const std::vector<std::string>& words) {
+    std::string joined;
+    for (const std::string& word : words) {
+      joined += (joined.empty() ? "" : ",") + word;
+    }
+    return joined.empty() ? std::string("-") : joined;
+  };
+  for (const auto& owned : flowtables) {
+    const nftnl_flowtable* flowtable = owned.get();
+    text.add_row({family_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_FAMILY)),
+                  nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_TABLE),
+                  nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_NAME),
+                  netdev_hook_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_HOOKNUM)),
+                  std::to_string(nftnl_flowtable_get_s32(flowtable, NFTNL_FLOWTABLE_PRIO)),
+                  join(devices_of(flowtable)), join(flags_of(flowtable)),
+                  std::to_string(nftnl_flowtable_get_u64(flowtable, NFTNL_FLOWTABLE_HANDLE))});
+  }
+  if (!text.empty()) {
+    text.print(invocation.env.out);
+  }
+}
+
+// ---- offload --------------------------------------------------------------
+
+void offload_add(Invocation& invocation, Arguments& arguments) {
+  OffloadSpec spec;
+  spec.flowtable = parse_flowtable_ref(arguments);
+  bool protocol_given = false;
+  bool chain_given = false;
+  while (!arguments.empty()) {
+    const std::string keyword = match_keyword(
+        arguments.take("keyword"), {"proto", "counter", "chain"}, "offload option", "offload");
+    if (keyword == "proto") {
+      if (protocol_given) {
+        throw UsageError("\"proto\" given twice");
+      }
+      protocol_given = true;
+      const std::string protocol = match_keyword(arguments.take("PROTO (tcp, udp or all)"),
+                                                 {"tcp", "udp", "all"}, "protocol", "offload");
+      spec.protocol = protocol == "tcp"   ? OffloadProtocol::kTcp
+                      : protocol == "udp" ? OffloadProtocol::kUdp
+                                          : OffloadProtocol::kAll;
+    } else if (keyword == "chain") {
+      if (chain_given) {
+        throw UsageError("\"chain\" given twice");
+      }
+      chain_given = true;
+      spec.chain = arguments.take("CHAIN");
+      validate_name(spec.chain, "chain");
+    } else {
+      if (spec.counter) {
+        throw UsageError("\"counter\" given twice");
+      }
+      spec.counter = true;
+    }
+  }
+  NftClient nft = open_nft(invocation);
+  const std::string context = "cannot add offload rule for flowtable " +
+                              spec.flowtable.to_string() + " in chain " + spec.chain;
+  try {
+    nft.add_offload(spec);
+  } catch (const KernelError& error) {
+    std::string hint;
+    if (error.sys_errno() == ENOENT) {
+      hint = diagnose_missing(nft, spec.flowtable, true);
+    } else if (error.sys_errno() == EEXIST || error.sys_errno() == EBUSY ||
+               error.sys_errno() == EOPNOTSUPP) {
+      hint = "chain " + spec.chain + " exists with another type, hook or priority";
+    }
+    fail_with_context(error, context, hint);
+  } catch (const Error& error) {
+    fail_with_context(error, context);
+  }
+  emit_done(invocation);
+}
+
+}  // namespace
+
+const char* table_usage() {
+  return "Usage: flowbulk table add FAMILY NAME\n"
+         "       flowbulk table delete FAMILY NAME\n"
+         "       flowbulk table list [ FAMILY ]\n"
+         "FAMILY := { ip | ip6 | inet }\n";
+}
+
+const char* flowtable_usage() {
+  return "Usage: flowbulk flowtable add FAMILY TABLE NAME hook { ingress | early_ingress }\n"
+         "                              [ priority N ] devices DEV[,DEV...] [ counter ]\n"
+         "       flowbulk flowtable delete FAMILY TABLE NAME\n"
+         "       flowbulk flowtable list [ FAMILY [ TABLE ] ]\n"
+         "FAMILY := { ip | ip6 | inet }\n"
+         "hook early_ingress creates the flowtable at ingress and attaches nf_flow_bulk to it.\n";
+}
+
+const char* offload_usage() {
+  return "Usage: flowbulk offload add FAMILY TABLE FLOWTABLE [ proto { tcp | udp | all } ]\n"
+         "                            [ counter ] [ chain NAME ]\n"
+         "Adds (or reuses) the chain NAME (default \"forward\": type filter hook forward\n"
+         "priority 0) and appends `meta l4proto P [counter] flow add @FLOWTABLE`.\n";
+}
+
+void do_table(Invocation& invocation, Arguments& arguments) {
+  std::string command = match_keyword(arguments.take("COMMAND"), {"add", "delete", "list", "help"},
+                                      "table command", "table");
+  if (!arguments.empty() && arguments.peek() == "help") {
+    command = "help";  // `flowbulk OBJECT COMMAND help`
+  }
+  if (command == "add") {
+    table_add(invocation, arguments);
+  } else if (command == "delete") {
+    table_delete(invocation, arguments);
+  } else if (command == "list") {
+    table_list(invocation, arguments);
+  } else {
+    invocation.env.out << table_usage();
+  }
+}
+
+void do_flowtable(Invocation& invocation, Arguments& arguments) {
+  std::string command = match_keyword(arguments.take("COMMAND"), {"add", "delete", "list", "help"},
+                                      "flowtable command", "flowtable");
+  if (!arguments.empty() && arguments.peek() == "help") {
+    command = "help";  // `flowbulk OBJECT COMMAND help`
+  }
+  if (command == "add") {
+    flowtable_add(invocation, arguments);
+  } else if (command == "delete") {
+    flowtable_delete(invocation, arguments);
+  } else if (command == "list") {
+    flowtable_list(invocation, arguments);
+  } else {
+    invocation.env.out << flowtable_usage();
+  }
+}
+
+void do_offload(Invocation& invocation, Arguments& arguments) {
+  std::string command =
+      match_keyword(arguments.take("COMMAND"), {"add", "help"}, "offload command", "offload");
+  if (!arguments.empty() && arguments.peek() == "help") {
+    command = "help";  // `flowbulk OBJECT COMMAND help`
+  }
+  if (command == "add") {
+    offload_add(invocation, arguments);
+  } else {
+    invocation.env.out << offload_usage();
+  }
+}
+
+}  // namespace flowbulk

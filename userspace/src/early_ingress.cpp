@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "early_ingress.h"
+
+#include <linux/netfilter.h>
+
+#include <optional>
+
+#include "error.h"
+#include "names.h"
+
+namespace flowbulk {
+
+namespace {
+
+constexpr std::string_view kEarlyIngress = "early_ingress";
+constexpr std::string_view kIngress = "ingress";
+
+struct Token {
+  std::string text;  // unquoted
+  size_t offset = 0;
+  size_t length = 0;  // in the source, quotes included
+  bool quoted = false;
+};
+
+// What a '{' opened.
+struct Block {
+  enum class Kind { kTable, kFlowtable, kOther } kind = Kind::kOther;
+  std::string family;
+  std::string table;
+  std::string flowtable;
+};
+
+bool is_family_keyword(std::string_view word) {
+  return word == "ip" || word == "ip6" || word == "inet" || word == "arp" || word == "bridge" ||
+         word == "netdev";
+}
+
+bool is_word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '/' || c == '-' || c == '$' || c == '@' || c == ':' || c == '*' ||
+         c == '[' || c == ']' || c == '!' || c == '&' || c == '|' || c == '^' || c == '<' ||
+         c == '>' || c == '=' || c == '+' || c == '%' || c == '~';
+}
+
+// The words of the current statement before a '{': what does it open?
+Block classify(const std::vector<Token>& statement, const std::vector<Block>& open_blocks) {
+  Block block;
+  std::vector<std::string> words;
+  words.reserve(statement.size());
+  for (const Token& token : statement) {
+    words.push_back(token.text);
+  }
+  size_t i = 0;
+  if (i < words.size() && (words[i] == "add" || words[i] == "create")) {
+    ++i;
+  }
+  const bool inside_table = !open_blocks.empty() && open_blocks.back().kind == Block::Kind::kTable;
+  if (i < words.size() && words[i] == "table" && open_blocks.empty()) {
+    ++i;
+    block.kind = Block::Kind::kTable;
+    block.family = "ip";  // nft's default family
+    if (i + 1 < words.size() && is_family_keyword(words[i])) {
+      block.family = words[i++];
+    }
+    if (i < words.size()) {
+      block.table = words[i];
+    }
+    return block;
+  }
+  if (i < words.size() && words[i] == "flowtable") {
+    ++i;
+    if (inside_table) {
+      block.kind = Block::Kind::kFlowtable;
+      block.family = open_blocks.back().family;
+      block.table = open_blocks.back().table;
+      if (i < words.size()) {
+        block.flowtable = words[i];
+      }
+      return block;
+    }
+    if (open_blocks.empty()) {
+      block.kind = Block::Kind::kFlowtable;
+      block.family = "ip";
+      if (i + 2 < words.size() && is_family_keyword(words[i])) {
+        block.family = words[i++];
+      }
+      if (i + 1 < words.size()) {
+        block.table = words[i];
+        block.flowtable = words[i + 1];
+      }
+      return block;
+    }
+  }
+  return block;
+}
+
+}  // namespace
+
+EarlyIngressRewrite rewrite_early_ingress(std::string_view ruleset) {
+  EarlyIngressRewrite result;
+  result.ruleset = std::string(ruleset);
+  std::vector<Block> open_blocks;
+  std::vector<Token> statement;
+
+  size_t position = 0;
+  while (position < ruleset.size()) {
+    const char c = ruleset[position];
+    if (c == '#') {  // comment to end of line
+      while (position < ruleset.size() && ruleset[position] != '\n') {
+        ++position;
+      }
+      continue;
+    }
+    if (c == '\n' || c == ';') {
+      statement.clear();
+      ++position;
+      continue;
+    }
+    if (c == '{') {
+      open_blocks.push_back(classify(statement, open_blocks));
+      statement.clear();
+      ++position;
+      continue;
+    }
+    if (c == '}') {
+      if (!open_blocks.empty()) {
+        open_blocks.pop_back();
+      }
+      statement.clear();
+      ++position;
+      continue;
+    }
+    if (c == '"') {
+      Token token{.text = {}, .offset = position, .length = 0, .quoted = true};
+      ++position;
+      while (position < ruleset.size() && ruleset[position] != '"' && ruleset[position] != '\n') {
+        token.text += ruleset[position++];
+      }
+      if (position < ruleset.size() && ruleset[position] == '"') {
+        ++position;
+      }
+      token.length = position - token.offset;
+      statement.push_back(std::move(token));
+      continue;
+    }
+    if (is_word_char(c)) {
+      Token token{.text = {}, .offset = position, .length = 0, .quoted = false};
+      while (position < ruleset.size() && is_word_char(ruleset[position])) {
+        token.text += ruleset[position++];
+      }
+      token.length = position - token.offset;
+      const bool in_flowtable =
+          !open_blocks.empty() && open_blocks.back().kind == Block::Kind::kFlowtable;
+      if (in_flowtable && !token.quoted && token.text == kEarlyIngress && !statement.empty() &&
+          statement.back().text == "hook") {
+        const Block& flowtable = open_blocks.back();
+        if (flowtable.table.empty() || flowtable.flowtable.empty() ||
+            flowtable.table.front() == '$' || flowtable.flowtable.front() == '$') {
+          throw UsageError(
+              "a flowtable with hook early_ingress must name its table and itself literally "
+              "(no $variables), so that flowbulk can attach it");
+        }
+        auto family = family_from_name(flowtable.family);
+        if (!family) {
+          throw UsageError("flowtable " + flowtable.flowtable + " in table " + flowtable.family +
+                           " " + flowtable.table +
+                           ": hook early_ingress needs family ip, ip6 or inet");
+        }
+        std::string replacement(kIngress);
+        replacement.append(kEarlyIngress.size() - kIngress.size(), ' ');
+        result.ruleset.replace(token.offset, token.length, replacement);
+        FlowtableRef ref{
+            .family = *family, .table = flowtable.table, .flowtable = flowtable.flowtable};
+        bool seen = false;
+        for (const FlowtableRef& existing : result.flowtables) {
+          seen = seen || existing == ref;
+        }
+        if (!seen) {
+          result.flowtables.push_back(std::move(ref));
+        }
+      }
+      statement.push_back(std::move(token));
+      continue;
+    }
+    ++position;  // whitespace, commas and anything else
+  }
+  return result;
+}
+
+}  // namespace flowbulk

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nfb_client.h"
+
+namespace flowbulk {
+
+// An nft ruleset with the RFC's `hook early_ingress` turned into what stock
+// nft and kernels accept.
+struct EarlyIngressRewrite {
+  // The ruleset with each flowtable's `early_ingress` replaced by `ingress`
+  // padded with spaces, so nft's error locations (line:column) still point
+  // into the user's file.
+  std::string ruleset;
+  // The flowtables that said early_ingress, in file order: to be attached.
+  std::vector<FlowtableRef> flowtables;
+};
+
+// Not an nft parser: a tokenizer that knows comments, quoted strings, braces
+// and statement ends, and follows `table [FAMILY] NAME {`, `flowtable NAME {`
+// and `add|create flowtable [FAMILY] TABLE NAME {` blocks. Only a
+// `hook early_ingress` inside a flowtable block is touched; everything else
+// reaches nft byte for byte, so nft reports its own errors for it.
+// Throws UsageError when an early_ingress flowtable's names cannot be known
+// without evaluating the ruleset (a $variable as table or flowtable name).
+EarlyIngressRewrite rewrite_early_ingress(std::string_view ruleset);
+
+}  // namespace flowbulk

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string>
+
+#include "transport.h"
+
+namespace flowbulk {
+
+// libnftables behind an interface: the real one loads rulesets into the
+// kernel; unit tests put a fake here.
+class RulesetEngine {
+ public:
+  struct Result {
+    bool ok = false;
+    std::string output;  // what nft printed (listings)
+    std::string errors;  // nft's error text, with locations
+  };
+  virtual ~RulesetEngine() = default;
+  // nft commands from a string (`list ruleset`, a restore).
+  virtual Result run_commands(const std::string& commands) = 0;
+  // `nft -f PATH`.
+  virtual Result load_file(const std::string& path) = 0;
+  // `nft -f` of a ruleset held in memory; error locations name
+  // `display_name` with the line and column in `ruleset`.
+  virtual Result load_text(const std::string& ruleset, const std::string& display_name) = 0;
+};
+
+// Everything the command layer touches outside its own memory, so the whole
+// tool runs in unit tests against scripted netlink and fake files/devices.
+struct Environment {
+  TransportFactory& transports;
+  std::ostream& out;
+  std::ostream& err;
+  std::istream& in;  // `-f -`
+  std::function<bool(const std::string& ifname)> device_exists;
+  // Whether nf_flow_bulk is loaded now (without triggering an autoload).
+  std::function<bool()> module_loaded;
+  std::function<std::unique_ptr<RulesetEngine>()> make_ruleset_engine;
+  // Sleeps; returns false if interrupted (SIGINT) before the time was up.
+  std::function<bool(double seconds)> sleep;
+  // From now on SIGINT/SIGTERM end sleep() instead of the process (monitor).
+  std::function<void()> catch_interrupts;
+  // Wall clock as "HH:MM:SS" for monitor lines.
+  std::function<std::string()> clock_text;
+};
+
+// The real process environment (stdout, sockets, if_nametoindex, ...).
+struct RealEnvironment {
+  RealEnvironment();
+  ~RealEnvironment();
+  RealEnvironment(const RealEnvironment&) = delete;
+  RealEnvironment& operator=(const RealEnvironment&) = delete;
+  Environment& get() { return *environment_; }
+
+ private:
+  std::unique_ptr<TransportFactory> transports_;
+  std::unique_ptr<Environment> environment_;
+};
+
+}  // namespace flowbulk

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <net/if.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <ctime>
+#include <iostream>
+
+#include "environment.h"
+#include "nftables_engine.h"
+
+namespace flowbulk {
+
+namespace {
+
+// Set by the signal handler; sleep_seconds() reports it.
+volatile std::sig_atomic_t interrupt_requested = 0;
+
+void on_interrupt(int /*signal*/) {
+  interrupt_requested = 1;
+}
+
+void catch_interrupts() {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;  // no SA_RESTART: the signal must end nanosleep()
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+bool sleep_seconds(double seconds) {
+  timespec remaining{};
+  remaining.tv_sec = static_cast<time_t>(seconds);
+  remaining.tv_nsec = static_cast<long>((seconds - std::floor(seconds)) * 1e9);
+  // The handler is installed without SA_RESTART (main.cpp), so a signal ends
+  // the sleep early; the flag also catches one that arrived while we were
+  // talking to the kernel.
+  return interrupt_requested == 0 && nanosleep(&remaining, &remaining) == 0 &&
+         interrupt_requested == 0;
+}
+
+std::string local_time_text() {
+  const time_t now = time(nullptr);
+  tm local{};
+  localtime_r(&now, &local);
+  char text[16];
+  strftime(text, sizeof(text), "%H:%M:%S", &local);
+  return text;
+}
+
+}  // namespace
+
+RealEnvironment::RealEnvironment() : transports_(std::make_unique<MnlTransportFactory>()) {
+  environment_ = std::make_unique<Environment>(Environment{
+      .transports = *transports_,
+      .out = std::cout,
+      .err = std::cerr,
+      .in = std::cin,
+      .device_exists =
+          [](const std::string& ifname) { return if_nametoindex(ifname.c_str()) != 0; },
+      .module_loaded =
+          [] {
+            struct stat info {};
+            return stat("/sys/module/nf_flow_bulk", &info) == 0;
+          },
+      .make_ruleset_engine = make_libnftables_engine,
+      .sleep = sleep_seconds,
+      .catch_interrupts = catch_interrupts,
+      .clock_text = local_time_text,
+  });
+}
+
+RealEnvironment::~RealEnvironment() = default;
+
+}  // namespace flowbulk

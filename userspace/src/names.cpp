@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "names.h"
+
+#include <linux/netfilter.h>
+#include <nf_flow_bulk.h>
+
+#include <array>
+
+namespace flowbulk {
+
+std::optional<uint8_t> family_from_name(std::string_view name) {
+  if (name == "ip") {
+    return NFPROTO_IPV4;
+  }
+  if (name == "ip6") {
+    return NFPROTO_IPV6;
+  }
+  if (name == "inet") {
+    return NFPROTO_INET;
+  }
+  return std::nullopt;
+}
+
+std::string family_name(uint32_t nfproto) {
+  switch (nfproto) {
+    case NFPROTO_IPV4:
+      return "ip";
+    case NFPROTO_IPV6:
+      return "ip6";
+    case NFPROTO_INET:
+      return "inet";
+    case NFPROTO_ARP:
+      return "arp";
+    case NFPROTO_BRIDGE:
+      return "bridge";
+    case NFPROTO_NETDEV:
+      return "netdev";
+    default:
+      return std::to_string(nfproto);
+  }
+}
+
+std::string_view family_names_text() {
+  return "ip, ip6, inet";
+}
+
+namespace {
+
+// Kept in enum order; the static_asserts catch a kernel-side append that was
+// not mirrored here (which still works: the new reason prints as a number).
+constexpr std::array<std::string_view, __NFB_DECLINE_MAX> kDeclineReasons = {
+    "disabled",  "not_ip", "header",     "no_flowtable", "miss",      "frag",
+    "options",   "ttl",    "mtu",        "tcp_flags",    "dst_stale", "hw_offload",
+    "xmit_type", "encap",  "unwritable", "dying",        "l4proto",   "shared",
+};
+constexpr std::array<std::string_view, __NFB_FALLBACK_MAX> kFallbackReasons = {
+    "qdisc", "egress_hook", "neigh", "headroom", "busy",
+};
+constexpr std::array<std::string_view, __NFB_DROP_MAX> kDropReasons = {
+    "dev_down", "no_neigh", "validate", "xmit", "queue_full", "nomem",
+};
+
+}  // namespace
+
+std::span<const std::string_view> decline_reason_names() {
+  return kDeclineReasons;
+}
+std::span<const std::string_view> fallback_reason_names() {
+  return kFallbackReasons;
+}
+std::span<const std::string_view> drop_reason_names() {
+  return kDropReasons;
+}
+
+std::string reason_name(std::span<const std::string_view> names, size_t index) {
+  // A slot left empty means the uapi header gained a reason this table does
+  // not name yet.
+  if (index < names.size() && !names[index].empty()) {
+    return std::string(names[index]);
+  }
+  return std::to_string(index);
+}
+
+std::string netdev_hook_name(uint32_t hooknum) {
+  switch (hooknum) {
+    case NF_NETDEV_INGRESS:
+      return "ingress";
+    case 1:
+      return "egress";  // NF_NETDEV_EGRESS, absent from older headers
+    default:
+      return std::to_string(hooknum);
+  }
+}
+
+}  // namespace flowbulk

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace flowbulk {
+
+// nft's family keywords for the families that have flowtables.
+// Returns the NFPROTO_* value, or nullopt for anything else.
+std::optional<uint8_t> family_from_name(std::string_view name);
+// "ip", "ip6", "inet", or the number for anything else (a newer kernel).
+std::string family_name(uint32_t nfproto);
+// The keywords family_from_name accepts, for messages.
+std::string_view family_names_text();
+
+// Reason names of the module's statistics (enum nfb_*_reason), in enum order.
+std::span<const std::string_view> decline_reason_names();
+std::span<const std::string_view> fallback_reason_names();
+std::span<const std::string_view> drop_reason_names();
+// The name of reason `index` in `names`, or the number when the kernel is
+// newer than this tool (the enums are append-only).
+std::string reason_name(std::span<const std::string_view> names, size_t index);
+
+// Netfilter hook numbers of the netdev family, as nft names them.
+std::string netdev_hook_name(uint32_t hooknum);
+
+}  // namespace flowbulk

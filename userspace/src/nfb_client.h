@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "netlink_channel.h"
+
+namespace flowbulk {
+
+// A flowtable as nft names it: family, table, flowtable.
+struct FlowtableRef {
+  uint8_t family = 0;  // NFPROTO_*
+  std::string table;
+  std::string flowtable;
+
+  std::string to_string() const;  // "inet filter ft", as in nft commands
+  bool operator==(const FlowtableRef&) const = default;
+};
+
+struct AttachedDevice {
+  uint32_t ifindex = 0;
+  std::string ifname;
+};
+
+// One NFB_CMD_GET_ATTACH dump message.
+struct Attachment {
+  FlowtableRef flowtable;
+  std::optional<int32_t> flowtable_priority;
+  std::optional<int32_t> hook_priority;
+  std::vector<AttachedDevice> devices;
+};
+
+// One NFB_CMD_GET_STATS dump message (one CPU). The reason vectors are
+// indexed by the uapi enums and sized by what the kernel sent, so reasons
+// added by a newer module are kept (and printed as numbers).
+struct CpuStats {
+  uint32_t cpu = 0;
+  uint64_t packets = 0;
+  uint64_t bulks = 0;
+  std::vector<uint64_t> histogram;
+  std::vector<uint64_t> decline;
+  std::vector<uint64_t> fallback;
+  std::vector<uint64_t> drop;
+
+  CpuStats& operator+=(const CpuStats& other);
+};
+
+// Client of the module's generic netlink family.
+class NfbClient {
+ public:
+  explicit NfbClient(std::unique_ptr<Transport> transport);
+
+  // Resolves the family id (the kernel autoloads the module by its alias).
+  // Throws an Error naming the module when it is absent.
+  uint16_t family_id();
+
+  void attach(const FlowtableRef& flowtable);
+  void detach(const FlowtableRef& flowtable);
+  std::vector<Attachment> list_attachments();
+  std::vector<CpuStats> get_stats();
+  void reset_stats();
+
+ private:
+  std::vector<uint8_t> build_request(uint8_t command, uint16_t flags,
+                                     const FlowtableRef* flowtable);
+
+  NetlinkChannel channel_;
+  std::optional<uint16_t> family_id_;
+};
+
+// Sums the per-CPU rows; the result's cpu field is meaningless.
+CpuStats total_stats(const std::vector<CpuStats>& per_cpu);
+
+}  // namespace flowbulk

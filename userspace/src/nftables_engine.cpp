@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "nftables_engine.h"
+
+#include <nftables/libnftables.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "error.h"
+
+namespace flowbulk {
+
+namespace {
+
+struct NftContextDeleter {
+  void operator()(nft_ctx* context) const { nft_ctx_free(context); }
+};
+using NftContextPtr = std::unique_ptr<nft_ctx, NftContextDeleter>;
+
+// Closes a file descriptor on scope exit.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) {
+      close(fd_);
+    }
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+class LibnftablesEngine final : public RulesetEngine {
+ public:
+  Result run_commands(const std::string& commands) override {
+    NftContextPtr context = make_context();
+    return collect(context.get(), nft_run_cmd_from_buffer(context.get(), commands.c_str()));
+  }
+
+  Result load_file(const std::string& path) override {
+    NftContextPtr context = make_context();
+    return collect(context.get(), nft_run_cmd_from_filename(context.get(), path.c_str()));
+  }
+
+  Result load_text(const std::string& ruleset, const std::string& display_name) override {
+    // libnftables prints line numbers only for files (a buffer is treated
+    // as one command line), so the text goes through an anonymous in-memory
+    // file: no temporary file on disk to leak or race on.
+    FileDescriptor memory(memfd_create("flowbulk-ruleset", MFD_CLOEXEC));
+    if (memory.get() < 0) {
+      throw Error("cannot create an in-memory file: " + errno_text(errno), errno);
+    }
+    size_t written = 0;
+    while (written < ruleset.size()) {
+      const ssize_t n = write(memory.get(), ruleset.data() + written, ruleset.size() - written);
+      if (n < 0) {
+        if (errno == EINTR) {
+          continue;
+        }
+        throw Error("cannot write the in-memory ruleset: " + errno_text(errno), errno);
+      }
+      written += static_cast<size_t>(n);
+    }
+    const std::string path = "/proc/self/fd/" + std::to_string(memory.get());
+    Result result = load_file(path);
+    replace_all(result.errors, path, display_name);
+    return result;
+  }
+
+ private:
+  static NftContextPtr make_context() {
+    NftContextPtr context(nft_ctx_new(NFT_CTX_DEFAULT));
+    if (!context) {
+      throw Error("cannot create a libnftables context", ENOMEM);
+    }
+    // Both streams into buffers: errors are reported by us, on stderr.
+    nft_ctx_buffer_output(context.get());
+    nft_ctx_buffer_error(context.get());
+    return context;
+  }
+
+  static Result collect(nft_ctx* context, int status) {
+    Result result;
+    result.ok = status == 0;
+    if (const char* output = nft_ctx_get_output_buffer(context)) {
+      result.output = output;
+    }
+    if (const char* errors = nft_ctx_get_error_buffer(context)) {
+      result.errors = errors;
+    }
+    while (!result.errors.empty() && result.errors.back() == '\n') {
+      result.errors.pop_back();
+    }
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<RulesetEngine> make_libnftables_engine() {
+  return std::make_unique<LibnftablesEngine>();
+}
+
+}  // namespace flowbulk

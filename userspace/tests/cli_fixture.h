@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// The whole tool in a box: scripted netlink, fake devices, fake libnftables,
+// captured stdout/stderr.
+
+#include <gtest/gtest.h>
+#include <linux/netlink.h>
+
+#include <set>
+#include <sstream>
+
+#include "cli.h"
+#include "fake_kernel.h"
+#include "replay_transport.h"
+
+namespace flowbulk::testing {
+
+struct FakeEngineState {
+  std::vector<std::string> calls;
+  RulesetEngine::Result load_result{.ok = true, .output = {}, .errors = {}};
+  std::string current_ruleset = "table ip old {\n}\n";
+  std::string loaded_text;
+};
+
+class FakeEngine final : public RulesetEngine {
+ public:
+  explicit FakeEngine(FakeEngineState& state) : state_(state) {}
+  Result run_commands(const std::string& commands) override {
+    state_.calls.push_back("commands: " + commands);
+    Result result{.ok = true, .output = {}, .errors = {}};
+    if (commands == "list ruleset") {
+      result.output = state_.current_ruleset;
+    }
+    return result;
+  }
+  Result load_file(const std::string& path) override {
+    state_.calls.push_back("file: " + path);
+    return state_.load_result;
+  }
+  Result load_text(const std::string& ruleset, const std::string& display_name) override {
+    state_.calls.push_back("text: " + display_name);
+    state_.loaded_text = ruleset;
+    return state_.load_result;
+  }
+
+ private:
+  FakeEngineState& state_;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  CliTest()
+      : env_{.transports = transports_,
+             .out = out_,
+             .err = err_,
+             .in = in_,
+             .device_exists = [this](const std::string& name) { return devices_.contains(name); },
+             .module_loaded = [this] { return module_loaded_; },
+             .make_ruleset_engine = [this]() -> std::unique_ptr<RulesetEngine> {
+               return std::make_unique<FakeEngine>(engine_);
+             },
+             .sleep =
+                 [this](double seconds) {
+                   sleeps_.push_back(seconds);
+                   return interrupt_after_ < 0 ||
+                          static_cast<int>(sleeps_.size()) <= interrupt_after_;
+                 },
+             .catch_interrupts = [] {},
+             .clock_text = [] { return std::string("12:00:00"); }} {}
+
+  int run(const std::vector<std::string>& arguments) {
+    out_.str({});
+    err_.str({});
+    return run_flowbulk(arguments, env_);
+  }
+
+  ReplayTransport& genl() { return transports_.transport(NETLINK_GENERIC); }
+  ReplayTransport& nft() { return transports_.transport(NETLINK_NETFILTER); }
+  bool nothing_opened() const {
+    return transports_.opened(NETLINK_GENERIC) == 0 && transports_.opened(NETLINK_NETFILTER) == 0;
+  }
+  std::string out() const { return out_.str(); }
+  std::string err() const { return err_.str(); }
+
+  ReplayTransportFactory transports_;
+  std::ostringstream out_;
+  std::ostringstream err_;
+  std::istringstream in_;
+  std::set<std::string> devices_{"eth0", "eth1", "lo"};
+  bool module_loaded_ = false;
+  FakeEngineState engine_;
+  std::vector<double> sleeps_;
+  int interrupt_after_ = -1;
+  Environment env_;
+};
+
+}  // namespace flowbulk::testing

@@ -1,0 +1,582 @@
+// SPDX-License-Identifier: GPL-2.0
+// Whole commands against the scripted kernel: what is sent, what is printed.
+#include <libnftnl/common.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <nf_flow_bulk.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_fixture.h"
+#include "error.h"
+#include "raii.h"
+
+namespace flowbulk::testing {
+namespace {
+
+using Json = nlohmann::json;
+
+uint8_t nft_type(const nlmsghdr* message) {
+  return message->nlmsg_type & 0xff;
+}
+
+uint8_t genl_command(const Datagram& datagram) {
+  return static_cast<const genlmsghdr*>(mnl_nlmsg_get_payload(messages_of(datagram).at(0)))->cmd;
+}
+
+Datagram flowtable_message(const nlmsghdr& request, const char* table, const char* name,
+                           std::vector<const char*> devices, bool counter) {
+  std::vector<uint8_t> buffer(4096);
+  nlmsghdr* header =
+      nftnl_nlmsg_build_hdr(reinterpret_cast<char*>(buffer.data()), NFT_MSG_NEWFLOWTABLE,
+                            NFPROTO_INET, NLM_F_MULTI, request.nlmsg_seq);
+  header->nlmsg_pid = request.nlmsg_pid;
+  NftnlFlowtablePtr flowtable(nftnl_flowtable_alloc());
+  nftnl_flowtable_set_str(flowtable.get(), NFTNL_FLOWTABLE_TABLE, table);
+  nftnl_flowtable_set_str(flowtable.get(), NFTNL_FLOWTABLE_NAME, name);
+  nftnl_flowtable_set_u32(flowtable.get(), NFTNL_FLOWTABLE_HOOKNUM, NF_NETDEV_INGRESS);
+  nftnl_flowtable_set_s32(flowtable.get(), NFTNL_FLOWTABLE_PRIO, -10);
+  nftnl_flowtable_set_u64(flowtable.get(), NFTNL_FLOWTABLE_HANDLE, 7);
+  devices.push_back(nullptr);
+  nftnl_flowtable_set_array(flowtable.get(), NFTNL_FLOWTABLE_DEVICES, devices.data());
+  if (counter) {
+    nftnl_flowtable_set_u32(flowtable.get(), NFTNL_FLOWTABLE_FLAGS, NFT_FLOWTABLE_COUNTER);
+  }
+  nftnl_flowtable_nlmsg_build_payload(header, flowtable.get());
+  return Datagram(buffer.begin(), buffer.begin() + header->nlmsg_len);
+}
+
+// ---- help at every level ------------------------------------------------------
+
+TEST_F(CliTest, HelpAtEveryLevel) {
+  const std::vector<std::vector<std::string>> requests = {{"help"},
+                                                          {"-h"},
+                                                          {"--help"},
+                                                          {"table", "help"},
+                                                          {"table", "add", "help"},
+                                                          {"flowtable", "help"},
+                                                          {"flowtable", "add", "help"},
+                                                          {"offload", "help"},
+                                                          {"offload", "add", "help"},
+                                                          {"attach", "help"},
+                                                          {"detach", "help"},
+                                                          {"stats", "help"},
+                                                          {"monitor", "help"},
+                                                          {"h"}};
+  for (const auto& request : requests) {
+    EXPECT_EQ(run(request), kExitOk) << request.front();
+    EXPECT_NE(out().find("Usage: flowbulk"), std::string::npos) << request.front();
+    EXPECT_TRUE(err().empty());
+  }
+  EXPECT_TRUE(nothing_opened());
+}
+
+TEST_F(CliTest, VersionNamesFamily) {
+  EXPECT_EQ(run({"-V"}), kExitOk);
+  EXPECT_NE(out().find("nf_flow_bulk"), std::string::npos);
+}
+
+// ---- attach / detach -------------------------------------------------------
+
+TEST_F(CliTest, AttachByUnambiguousPrefixes) {
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(ack_all());
+  EXPECT_EQ(run({"a", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_ATTACH);
+  EXPECT_TRUE(out().empty());
+  EXPECT_TRUE(genl().exhausted());
+}
+
+TEST_F(CliTest, AttachJsonPrintsEnvelope) {
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(ack_all());
+  EXPECT_EQ(run({"-j", "attach", "inet", "fw", "ft"}), kExitOk);
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "ok": true})"));
+}
+
+TEST_F(CliTest, AttachKernelErrorShowsExtackAndErrno) {
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(fail_message(0, ENOENT, "flowtable inet fw ft not found"));
+  EXPECT_EQ(run({"attach", "inet", "fw", "ft"}), kExitFailure);
+  EXPECT_EQ(err(),
+            "Error: cannot attach flowtable inet fw ft: flowtable inet fw ft not found: No such "
+            "file or directory (ENOENT, errno 2)\n");
+}
+
+TEST_F(CliTest, AttachWithoutExtackGetsHint) {
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(fail_message(0, EEXIST));
+  EXPECT_EQ(run({"attach", "ip", "t", "f"}), kExitFailure);
+  EXPECT_NE(err().find("already attached: File exists (EEXIST, errno 17)"), std::string::npos)
+      << err();
+}
+
+TEST_F(CliTest, AttachWithModuleAbsent) {
+  genl().expect(family_absent());
+  EXPECT_EQ(run({"attach", "inet", "fw", "ft"}), kExitFailure);
+  EXPECT_NE(err().find("nf_flow_bulk kernel module is not loaded"), std::string::npos) << err();
+}
+
+TEST_F(CliTest, DetachSendsDetach) {
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(fail_message(0, ENOENT));
+  EXPECT_EQ(run({"detach", "inet", "fw", "ft"}), kExitFailure);
+  EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_DETACH);
+  EXPECT_NE(err().find("cannot detach flowtable inet fw ft: not attached"), std::string::npos);
+}
+
+TEST_F(CliTest, AttachListTextAndJson) {
+  auto script = [this] {
+    genl().expect(resolve_family(kFakeFamilyId));
+    genl().expect(dump_reply([](const nlmsghdr& request) {
+      return std::vector<Datagram>{
+          attachment_message(request, "fw", "ft", -100, {{2, "eth0"}, {3, "eth1"}})};
+    }));
+  };
+  script();
+  EXPECT_EQ(run({"attach", "list"}), kExitOk) << err();
+  EXPECT_EQ(out(),
+            "FAMILY  TABLE  FLOWTABLE  PRIORITY  HOOK PRIORITY  DEVICES\n"
+            "ip      fw     ft             -100           -101  eth0,eth1\n");
+  script();
+  EXPECT_EQ(run({"-j", "attach", "l"}), kExitOk) << err();
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "attachments": [
+      {"family": "ip", "table": "fw", "flowtable": "ft", "priority": -100,
+       "hook_priority": -101, "devices": [{"ifindex": 2, "ifname": "eth0"},
+                                          {"ifindex": 3, "ifname": "eth1"}]}]})"));
+}
+
+TEST_F(CliTest, EmptyListsAreEmptyArrays) {
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
+  EXPECT_EQ(run({"-j", "attach", "list"}), kExitOk);
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "attachments": []})"));
+  nft().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
+  EXPECT_EQ(run({"-j", "flowtable", "list"}), kExitOk);
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "flowtables": []})"));
+  nft().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
+  EXPECT_EQ(run({"-j", "table", "list"}), kExitOk);
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "tables": []})"));
+}
+
+// ---- stats / monitor -----------------------------------------------------------
+
+void script_stats(ReplayTransport& genl, bool resolve, uint64_t packets0, uint64_t packets1) {
+  if (resolve) {
+    genl.expect(resolve_family(kFakeFamilyId));
+  }
+  genl.expect(dump_reply([=](const nlmsghdr& request) {
+    std::vector<uint64_t> decline(__NFB_DECLINE_MAX + 1, 0);
+    decline[NFB_DECLINE_MISS] = 5;
+    decline[__NFB_DECLINE_MAX] = 1;  // newer than this tool
+    return std::vector<Datagram>{
+        stats_message(request, 0, packets0, packets0 / 4, {0, 0, packets0 / 4}, decline),
+        stats_message(request, 1, packets1, packets1 / 2, {0, packets1 / 2}, {})};
+  }));
+}
+
+TEST_F(CliTest, StatsTextSumsCpusAndNamesReasons) {
+  script_stats(genl(), true, 40, 20);
+  EXPECT_EQ(run({"stats"}), kExitOk) << err();
+  const std::string unknown = std::to_string(__NFB_DECLINE_MAX);
+  EXPECT_EQ(out(),
+            "COUNTER   VALUE  DETAIL\n"
+            "packets      60\n"
+            "bulks        20  mean 3.00 packets per bulk\n"
+            "declined      6  miss 5, " +
+                unknown +
+                " 1\n"
+                "fallback      2  egress_hook 2\n"
+                "dropped       4  nomem 4\n");
+}
+
+TEST_F(CliTest, StatsPerCpuAndHistogramWithRepeatedS) {
+  script_stats(genl(), true, 40, 20);
+  EXPECT_EQ(run({"-s", "-s", "stats", "show"}), kExitOk) << err();
+  EXPECT_NE(out().find("CPU  PACKETS  BULKS  MEAN  DECLINED  FALLBACK  DROPPED\n"
+                       "0         40     10  4.00         6         1        2\n"
+                       "1         20     10  2.00         0         1        2\n"),
+            std::string::npos)
+      << out();
+  EXPECT_NE(out().find("BULK SIZE  TOTAL  CPU0  CPU1\n"
+                       "1              0     0     0\n"
+                       "2-3           10     0    10\n"
+                       "4-7           10    10     0\n"),
+            std::string::npos)
+      << out();
+  EXPECT_NE(out().find("128+           0     0     0\n"), std::string::npos);
+  script_stats(genl(), true, 40, 20);
+  EXPECT_EQ(run({"-s", "stats"}), kExitOk);
+  EXPECT_NE(out().find("CPU  PACKETS"), std::string::npos);
+  EXPECT_EQ(out().find("BULK SIZE"), std::string::npos);
+}
+
+TEST_F(CliTest, StatsJsonHasTotalsCpusAndArrays) {
+  script_stats(genl(), true, 40, 20);
+  EXPECT_EQ(run({"-j", "stats"}), kExitOk) << err();
+  Json document = Json::parse(out());
+  EXPECT_EQ(document["schema"], 1);
+  const Json& total = document["stats"]["total"];
+  EXPECT_EQ(total["packets"], 60);
+  EXPECT_EQ(total["bulks"], 20);
+  EXPECT_EQ(total["declined"], 6);
+  ASSERT_TRUE(total["decline"].is_array());
+  EXPECT_EQ(total["decline"][NFB_DECLINE_MISS],
+            Json::parse(R"({"reason": "miss", "id": 4, "packets": 5})"));
+  EXPECT_EQ(total["decline"][__NFB_DECLINE_MAX]["reason"], std::to_string(__NFB_DECLINE_MAX));
+  ASSERT_TRUE(total["histogram"].is_array());
+  EXPECT_EQ(total["histogram"].size(), static_cast<size_t>(NFB_HIST_BUCKETS));
+  EXPECT_EQ(total["histogram"][1], Json::parse(R"({"bucket": "2-3", "min": 2, "max": 3,
+                                                    "bulks": 10})"));
+  EXPECT_TRUE(total["histogram"][NFB_HIST_BUCKETS - 1]["max"].is_null());
+  ASSERT_EQ(document["stats"]["cpus"].size(), 2U);
+  EXPECT_EQ(document["stats"]["cpus"][1]["cpu"], 1);
+  EXPECT_EQ(document["stats"]["cpus"][1]["packets"], 20);
+}
+
+TEST_F(CliTest, StatsReset) {
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(ack_all());
+  EXPECT_EQ(run({"stats", "res"}), kExitOk) << err();
+  EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_RESET_STATS);
+}
+
+TEST_F(CliTest, MonitorPrintsRatesPerInterval) {
+  script_stats(genl(), true, 0, 0);
+  script_stats(genl(), false, 400, 200);
+  script_stats(genl(), false, 800, 200);
+  EXPECT_EQ(run({"monitor", "interval", "2", "count", "2"}), kExitOk) << err();
+  EXPECT_EQ(sleeps_, (std::vector<double>{2.0, 2.0}));
+  EXPECT_EQ(out(),
+            "TIME         PACKETS/S     BULKS/S  MEAN BULK  DECLINED/S  FALLBACK/S   DROPPED/S\n"
+            "12:00:00           300         100       3.00           0           0           0\n"
+            "12:00:00           200          50       4.00           0           0           0\n");
+}
+
+TEST_F(CliTest, MonitorJsonLinesAndInterrupt) {
+  interrupt_after_ = 1;  // the second sleep is interrupted (SIGINT)
+  script_stats(genl(), true, 0, 0);
+  script_stats(genl(), false, 100, 0);
+  EXPECT_EQ(run({"-j", "monitor"}), kExitOk) << err();
+  std::istringstream lines(out());
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    Json sample = Json::parse(line);
+    EXPECT_EQ(sample["schema"], 1);
+    EXPECT_EQ(sample["sample"]["packets_per_second"], 100.0);
+    EXPECT_EQ(sample["sample"]["bulks_per_second"], 25.0);
+    EXPECT_EQ(sample["sample"]["mean_bulk"], 4.0);
+    ++count;
+  }
+  EXPECT_EQ(count, 1);
+}
+
+// ---- nftables objects ------------------------------------------------------
+
+TEST_F(CliTest, TableAddAndExistingTable) {
+  nft().expect(ack_all());
+  EXPECT_EQ(run({"table", "add", "inet", "fw"}), kExitOk) << err();
+  nft().expect(fail_message(1, EEXIST));
+  EXPECT_EQ(run({"table", "add", "inet", "fw"}), kExitFailure);
+  EXPECT_EQ(err(),
+            "Error: cannot add table inet fw: it already exists: File exists (EEXIST, "
+            "errno 17)\n");
+}
+
+TEST_F(CliTest, TableListText) {
+  nft().expect(dump_reply([](const nlmsghdr& request) {
+    std::vector<uint8_t> buffer(4096);
+    nlmsghdr* header =
+        nftnl_nlmsg_build_hdr(reinterpret_cast<char*>(buffer.data()), NFT_MSG_NEWTABLE,
+                              NFPROTO_IPV6, NLM_F_MULTI, request.nlmsg_seq);
+    NftnlTablePtr table(nftnl_table_alloc());
+    nftnl_table_set_str(table.get(), NFTNL_TABLE_NAME, "six");
+    nftnl_table_set_u64(table.get(), NFTNL_TABLE_HANDLE, 12);
+    nftnl_table_nlmsg_build_payload(header, table.get());
+    return std::vector<Datagram>{Datagram(buffer.begin(), buffer.begin() + header->nlmsg_len)};
+  }));
+  EXPECT_EQ(run({"table", "list", "ip6"}), kExitOk) << err();
+  EXPECT_EQ(out(), "FAMILY  NAME  HANDLE  OBJECTS\nip6     six       12        0\n");
+}
+
+TEST_F(CliTest, TableListJsonNamesFlags) {
+  nft().expect(dump_reply([](const nlmsghdr& request) {
+    std::vector<uint8_t> buffer(4096);
+    nlmsghdr* header =
+        nftnl_nlmsg_build_hdr(reinterpret_cast<char*>(buffer.data()), NFT_MSG_NEWTABLE,
+                              NFPROTO_INET, NLM_F_MULTI, request.nlmsg_seq);
+    NftnlTablePtr table(nftnl_table_alloc());
+    nftnl_table_set_str(table.get(), NFTNL_TABLE_NAME, "sleepy");
+    nftnl_table_set_u32(table.get(), NFTNL_TABLE_FLAGS, NFT_TABLE_F_DORMANT | 0x100);
+    nftnl_table_nlmsg_build_payload(header, table.get());
+    return std::vector<Datagram>{Datagram(buffer.begin(), buffer.begin() + header->nlmsg_len)};
+  }));
+  EXPECT_EQ(run({"-j", "table", "list"}), kExitOk) << err();
+  EXPECT_EQ(Json::parse(out())["tables"][0]["flags"], Json::parse(R"(["dormant", "256"])"));
+}
+
+TEST_F(CliTest, TableDeleteDetachesItsFlowtables) {
+  module_loaded_ = true;
+  nft().expect(dump_reply([](const nlmsghdr& request) {
+    return std::vector<Datagram>{flowtable_message(request, "fw", "ft", {"eth0"}, false),
+                                 flowtable_message(request, "other", "x", {"eth1"}, false)};
+  }));
+  nft().expect(ack_all());
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(ack_all());
+  EXPECT_EQ(run({"table", "delete", "inet", "fw"}), kExitOk) << err();
+  EXPECT_EQ(nft_type(messages_of(nft().sent().at(1)).at(1)), NFT_MSG_DELTABLE);
+  EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_DETACH);
+  EXPECT_EQ(genl().sent().size(), 2U);  // only fw's flowtable
+}
+
+TEST_F(CliTest, TableDeleteMissing) {
+  nft().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
+  nft().expect(fail_message(1, ENOENT));
+  EXPECT_EQ(run({"table", "delete", "ip", "nope"}), kExitFailure);
+  EXPECT_NE(err().find("cannot delete table ip nope: it does not exist"), std::string::npos);
+}
+
+TEST_F(CliTest, FlowtableListJsonAlwaysArrays) {
+  nft().expect(dump_reply([](const nlmsghdr& request) {
+    return std::vector<Datagram>{flowtable_message(request, "fw", "ft", {"eth0"}, true)};
+  }));
+  EXPECT_EQ(run({"-j", "flowtable", "list"}), kExitOk) << err();
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "flowtables": [
+      {"family": "inet", "table": "fw", "name": "ft", "handle": 7, "hook": "ingress",
+       "prio": -10, "devices": ["eth0"], "flags": ["counter"], "use": 0}]})"));
+}
+
+TEST_F(CliTest, FlowtableListFiltersTableAndPrintsText) {
+  nft().expect(dump_reply([](const nlmsghdr& request) {
+    return std::vector<Datagram>{flowtable_message(request, "fw", "ft", {"eth0", "eth1"}, false),
+                                 flowtable_message(request, "other", "x", {"lo"}, false)};
+  }));
+  EXPECT_EQ(run({"flowtable", "list", "inet", "fw"}), kExitOk) << err();
+  EXPECT_EQ(out(),
+            "FAMILY  TABLE  NAME  HOOK     PRIORITY  DEVICES    FLAGS  HANDLE\n"
+            "inet    fw     ft    ingress       -10  eth0,eth1  -           7\n");
+}
+
+TEST_F(CliTest, FlowtableAddIngressOnlyTalksToNftables) {
+  nft().expect(ack_all());
+  EXPECT_EQ(run({"flowtable", "add", "inet", "fw", "ft", "hook", "in", "pri", "-5", "dev",
+                 "eth0,eth1", "counter"}),
+            kExitOk)
+      << err();
+  EXPECT_EQ(transports_.opened(NETLINK_GENERIC), 0);
+  NftnlFlowtablePtr flowtable(nftnl_flowtable_alloc());
+  ASSERT_GE(nftnl_flowtable_nlmsg_parse(messages_of(nft().sent().at(0)).at(1), flowtable.get()), 0);
+  EXPECT_EQ(nftnl_flowtable_get_s32(flowtable.get(), NFTNL_FLOWTABLE_PRIO), -5);
+}
+
+TEST_F(CliTest, FlowtableAddEarlyIngressCreatesThenAttaches) {
+  genl().expect(resolve_family(kFakeFamilyId));
+  nft().expect(ack_all());
+  genl().expect(ack_all());
+  EXPECT_EQ(
+      run({"flowtable", "add", "inet", "fw", "ft", "hook", "early_ingress", "devices", "eth0"}),
+      kExitOk)
+      << err();
+  EXPECT_EQ(nft_type(messages_of(nft().sent().at(0)).at(1)), NFT_MSG_NEWFLOWTABLE);
+  EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_ATTACH);
+  EXPECT_TRUE(genl().exhausted());
+  EXPECT_TRUE(nft().exhausted());
+}
+
+TEST_F(CliTest, FlowtableAddEarlyIngressWithoutModuleCreatesNothing) {
+  genl().expect(family_absent());
+  EXPECT_EQ(run({"flowtable", "add", "inet", "fw", "ft", "hook", "early", "devices", "eth0"}),
+            kExitFailure);
+  EXPECT_NE(err().find("cannot add flowtable inet fw ft with hook early_ingress: the "
+                       "nf_flow_bulk kernel module is not loaded"),
+            std::string::npos)
+      << err();
+  EXPECT_EQ(transports_.opened(NETLINK_NETFILTER), 0);
+}
+
+TEST_F(CliTest, FlowtableAddEarlyIngressAttachFailureRemovesFlowtable) {
+  genl().expect(resolve_family(kFakeFamilyId));
+  nft().expect(ack_all());
+  genl().expect(fail_message(0, EBUSY, "device eth0 is attached twice"));
+  nft().expect(ack_all());
+  EXPECT_EQ(
+      run({"flowtable", "add", "inet", "fw", "ft", "hook", "early_ingress", "devices", "eth0"}),
+      kExitFailure);
+  EXPECT_NE(err().find("attach failed, flowtable removed again: device eth0 is attached twice"),
+            std::string::npos)
+      << err();
+  EXPECT_EQ(nft_type(messages_of(nft().sent().at(1)).at(1)), NFT_MSG_DELFLOWTABLE);
+}
+
+TEST_F(CliTest, FlowtableAddDiagnosesMissingTable) {
+  nft().expect(fail_message(1, ENOENT));
+  nft().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
+  EXPECT_EQ(run({"flowtable", "add", "ip", "nope", "ft", "hook", "ingress", "devices", "eth0"}),
+            kExitFailure);
+  EXPECT_EQ(err(),
+            "Error: cannot add flowtable ip nope ft: table ip nope does not exist: No such "
+            "file or directory (ENOENT, errno 2)\n");
+}
+
+TEST_F(CliTest, FlowtableAddDuplicateName) {
+  nft().expect(fail_message(1, EEXIST));
+  nft().expect(dump_reply([](const nlmsghdr& request) {
+    return std::vector<Datagram>{flowtable_message(request, "fw", "ft", {"eth0"}, false)};
+  }));
+  EXPECT_EQ(run({"flowtable", "add", "inet", "fw", "ft", "hook", "ingress", "devices", "eth1"}),
+            kExitFailure);
+  EXPECT_NE(err().find("cannot add flowtable inet fw ft: it already exists"), std::string::npos)
+      << err();
+}
+
+TEST_F(CliTest, FlowtableDeleteInUse) {
+  nft().expect(fail_message(1, EBUSY));
+  EXPECT_EQ(run({"flowtable", "delete", "inet", "fw", "ft"}), kExitFailure);
+  EXPECT_NE(err().find("a rule still uses it (flow add @ft)"), std::string::npos) << err();
+}
+
+TEST_F(CliTest, FlowtableDeleteDetachesWhenModuleLoaded) {
+  module_loaded_ = true;
+  nft().expect(ack_all());
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(fail_message(0, ENOENT));  // was not attached: fine
+  EXPECT_EQ(run({"-j", "flowtable", "delete", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_EQ(Json::parse(out())["ok"], true);
+}
+
+TEST_F(CliTest, OffloadAddDefaultsToAllProtocols) {
+  nft().expect(ack_all());
+  EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  auto messages = messages_of(nft().sent().at(0));
+  ASSERT_EQ(messages.size(), 5U);  // begin, chain, tcp rule, udp rule, end
+  EXPECT_EQ(nft_type(messages[1]), NFT_MSG_NEWCHAIN);
+  EXPECT_EQ(nft_type(messages[2]), NFT_MSG_NEWRULE);
+  EXPECT_EQ(nft_type(messages[3]), NFT_MSG_NEWRULE);
+}
+
+TEST_F(CliTest, OffloadAddMissingFlowtable) {
+  nft().expect(fail_message(2, ENOENT));
+  nft().expect(dump_reply([](const nlmsghdr& request) {
+    std::vector<uint8_t> buffer(4096);
+    nlmsghdr* header =
+        nftnl_nlmsg_build_hdr(reinterpret_cast<char*>(buffer.data()), NFT_MSG_NEWTABLE,
+                              NFPROTO_INET, NLM_F_MULTI, request.nlmsg_seq);
+    NftnlTablePtr table(nftnl_table_alloc());
+    nftnl_table_set_str(table.get(), NFTNL_TABLE_NAME, "fw");
+    nftnl_table_nlmsg_build_payload(header, table.get());
+    return std::vector<Datagram>{Datagram(buffer.begin(), buffer.begin() + header->nlmsg_len)};
+  }));
+  nft().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
+  EXPECT_EQ(run({"offload", "add", "inet", "fw", "nope", "proto", "tcp"}), kExitFailure);
+  EXPECT_NE(err().find("flowtable inet fw nope does not exist"), std::string::npos) << err();
+}
+
+TEST_F(CliTest, PermissionErrorIsReported) {
+  nft().expect([](std::span<const uint8_t> sent) {
+    return std::vector<Datagram>{error_reply(*messages_of(sent).at(0), EPERM)};
+  });
+  EXPECT_EQ(run({"table", "add", "inet", "fw"}), kExitFailure);
+  EXPECT_NE(err().find("Operation not permitted (EPERM, errno 1)"), std::string::npos) << err();
+}
+
+// ---- -f --------------------------------------------------------------------
+
+const char* kEarlyRuleset =
+    "table inet fw {\n"
+    "  flowtable ft { hook early_ingress priority 0; devices = { eth0 } }\n"
+    "}\n";
+
+TEST_F(CliTest, LoadPlainRulesetGoesStraightToNft) {
+  const std::string path = ::testing::TempDir() + "/plain.nft";
+  {
+    std::ofstream file(path);
+    file << "table inet fw { }\n";
+  }
+  EXPECT_EQ(run({"-f", path}), kExitOk) << err();
+  EXPECT_EQ(engine_.calls, (std::vector<std::string>{"file: " + path}));
+  EXPECT_TRUE(nothing_opened());
+}
+
+TEST_F(CliTest, LoadEarlyIngressRulesetAttaches) {
+  in_.str(kEarlyRuleset);
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(ack_all());
+  EXPECT_EQ(run({"-j", "-f", "-"}), kExitOk) << err();
+  EXPECT_EQ(engine_.calls,
+            (std::vector<std::string>{"commands: list ruleset", "text: /dev/stdin"}));
+  EXPECT_NE(engine_.loaded_text.find("hook ingress       priority 0"), std::string::npos);
+  EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_ATTACH);
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "file": "/dev/stdin",
+      "attached": [{"family": "inet", "table": "fw", "flowtable": "ft"}]})"));
+}
+
+TEST_F(CliTest, LoadingTheSameRulesetAgainKeepsTheAttachment) {
+  in_.str(kEarlyRuleset);
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(fail_message(0, EEXIST, "flowtable already attached"));
+  EXPECT_EQ(run({"-f", "-"}), kExitOk) << err();
+  EXPECT_EQ(engine_.calls.size(), 2U);  // listing and load; no restore
+}
+
+TEST_F(CliTest, LoadEarlyIngressWithoutModuleLoadsNothing) {
+  in_.str(kEarlyRuleset);
+  genl().expect(family_absent());
+  EXPECT_EQ(run({"-f", "-"}), kExitFailure);
+  EXPECT_NE(err().find("cannot load /dev/stdin (it has early_ingress flowtables)"),
+            std::string::npos)
+      << err();
+  EXPECT_TRUE(engine_.calls.empty());
+}
+
+TEST_F(CliTest, LoadSyntaxErrorReportsNftMessageAndAttachesNothing) {
+  in_.str(kEarlyRuleset);
+  engine_.load_result = {.ok = false,
+                         .output = {},
+                         .errors = "/dev/stdin:2:3-11: Error: syntax error, unexpected junk"};
+  genl().expect(resolve_family(kFakeFamilyId));
+  EXPECT_EQ(run({"-f", "-"}), kExitFailure);
+  EXPECT_EQ(err(),
+            "Error: cannot load /dev/stdin:\n/dev/stdin:2:3-11: Error: syntax error, "
+            "unexpected junk\n");
+  EXPECT_EQ(genl().sent().size(), 1U);  // the family lookup only
+}
+
+TEST_F(CliTest, LoadErrorQuotesTheUsersLineNotTheRewrittenOne) {
+  in_.str(kEarlyRuleset);
+  engine_.load_result = {
+      .ok = false,
+      .output = {},
+      .errors =
+          "/dev/stdin:2:3-11: Error: oops\n"
+          "  flowtable ft { hook ingress       priority 0; devices = { eth0 } }\n"
+          "  ^^^^^^^^^"};
+  genl().expect(resolve_family(kFakeFamilyId));
+  EXPECT_EQ(run({"-f", "-"}), kExitFailure);
+  EXPECT_EQ(err(),
+            "Error: cannot load /dev/stdin:\n/dev/stdin:2:3-11: Error: oops\n"
+            "  flowtable ft { hook early_ingress priority 0; devices = { eth0 } }\n"
+            "  ^^^^^^^^^\n");
+}
+
+TEST_F(CliTest, LoadAttachFailureRestoresPreviousRuleset) {
+  in_.str(std::string(kEarlyRuleset) +
+          "table ip t2 { flowtable f2 { hook early_ingress priority 0; devices = { eth1 } } }\n");
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(ack_all());                                              // fw ft attached
+  genl().expect(fail_message(0, ENODEV, "eth1 has no flowtable hook"));  // t2 f2 fails
+  genl().expect(ack_all());                                              // fw ft detached again
+  EXPECT_EQ(run({"-f", "-"}), kExitFailure);
+  EXPECT_NE(err().find("cannot attach flowtable ip t2 f2; the previous ruleset was restored: eth1 "
+                       "has no flowtable hook"),
+            std::string::npos)
+      << err();
+  EXPECT_EQ(genl_command(genl().sent().at(3)), NFB_CMD_DETACH);
+  ASSERT_EQ(engine_.calls.size(), 3U);
+  EXPECT_EQ(engine_.calls[2], "commands: flush ruleset\ntable ip old {\n}\n");
+}
+
+}  // namespace
+}  // namespace flowbulk::testing

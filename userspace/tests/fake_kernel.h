@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// Builders for what the kernel would answer, for the replay transport.
+// Replies are made from the request they answer (sequence number and port
+// id copied), like the kernel does.
+
+#include <libmnl/libmnl.h>
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "replay_transport.h"
+
+namespace flowbulk::testing {
+
+// The messages of a datagram, in order.
+std::vector<const nlmsghdr*> messages_of(std::span<const uint8_t> datagram);
+
+// One message under construction; datagram() returns its bytes.
+class MessageBuilder {
+ public:
+  MessageBuilder(uint16_t type, uint16_t flags, uint32_t seq, uint32_t port_id);
+  nlmsghdr* header() { return header_; }
+  // For genetlink replies.
+  MessageBuilder& genl(uint8_t command, uint8_t version = 1);
+  Datagram datagram() const;
+
+ private:
+  std::vector<uint8_t> buffer_;
+  nlmsghdr* header_;
+};
+
+// Several messages in one datagram (a dump part).
+Datagram concat(const std::vector<Datagram>& parts);
+
+Datagram ack(const nlmsghdr& request);
+Datagram error_reply(const nlmsghdr& request, int sys_errno, const std::string& extack = {});
+Datagram done(const nlmsghdr& request);
+
+// A scripted reply to CTRL_CMD_GETFAMILY for nf_flow_bulk.
+ReplayTransport::Responder resolve_family(uint16_t family_id);
+ReplayTransport::Responder family_absent();
+// Ack every message that asked for one.
+ReplayTransport::Responder ack_all();
+// Error on the index-th message (0-based, counting every message, batch
+// markers included), ack for the others that asked.
+ReplayTransport::Responder fail_message(size_t index, int sys_errno,
+                                        const std::string& extack = {});
+// Data replies for a dump request, then DONE.
+ReplayTransport::Responder dump_reply(
+    std::function<std::vector<Datagram>(const nlmsghdr& request)> build_parts);
+
+constexpr uint16_t kFakeFamilyId = 0x2a;
+
+// NFB_CMD_GET_ATTACH dump message (family ip).
+Datagram attachment_message(const nlmsghdr& request, const char* table, const char* name,
+                            int32_t priority,
+                            const std::vector<std::pair<uint32_t, const char*>>& devices);
+// NFB_CMD_GET_STATS dump message; fallback {0,1,0,0,0}, drop {...,2}.
+Datagram stats_message(const nlmsghdr& request, uint32_t cpu, uint64_t packets, uint64_t bulks,
+                       const std::vector<uint64_t>& histogram,
+                       const std::vector<uint64_t>& decline);
+
+}  // namespace flowbulk::testing
