@@ -1,0 +1,153 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# flowbulk programs nftables through libnftnl: the tables, flowtables and
+# offload rules it makes must be exactly what `nft -j list ruleset` reports,
+# its own listings must agree with nft's, and bad requests must fail with
+# their message and exit code while leaving the ruleset untouched.
+#
+#   ns: veth0 <-> veth1 (just devices for the flowtable)
+set -eu
+# shellcheck source=selftests/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+nfb_require_tool ip nft jq
+
+FLOWBULK=$NFB_REPO/build/userspace/flowbulk
+[ -x "$FLOWBULK" ] || { log_fail "$FLOWBULK missing (make userspace)"; exit "$ksft_fail"; }
+
+ret=0
+errors=$(mktemp)
+cleanup() {
+	cleanup_all_ns
+	rm -f "$errors"
+}
+trap cleanup EXIT
+
+setup_ns ns
+ip -n "$ns" link add veth0 type veth peer name veth1
+ip -n "$ns" link set veth0 up
+ip -n "$ns" link set veth1 up
+
+fb() { ip netns exec "$ns" "$FLOWBULK" "$@"; }
+nft_json() { ip netns exec "$ns" nft -j list ruleset; }
+
+check() {
+	local what=$1
+	shift
+	if "$@"; then
+		log_pass "$what"
+	else
+		log_fail "$what"
+		ret=1
+	fi
+}
+
+# expect_failure CODE MESSAGE ARGS...: flowbulk ARGS exits with CODE and
+# says MESSAGE on stderr.
+expect_failure() {
+	local code=$1 message=$2 rc=0
+	shift 2
+	fb "$@" 2>"$errors" >/dev/null || rc=$?
+	if [ "$rc" = "$code" ] && grep -qF -- "$message" "$errors"; then
+		log_pass "flowbulk $* -> exit $code, \"$message\""
+	else
+		log_fail "flowbulk $* -> exit $rc, stderr: $(cat "$errors") (wanted exit $code, \"$message\")"
+		ret=1
+	fi
+}
+
+fb table add inet fw
+fb flowtable add inet fw ft hook ingress priority -10 devices veth0,veth1 counter
+fb offload add inet fw ft proto all counter
+fb table add ip plain
+
+# The same object seen by nft and by flowbulk, normalised: devices sorted
+# (nft prints one device as a string, several as an array).
+nft_flowtables() {
+	nft_json | jq -S '[.nftables[] | select(.flowtable) | .flowtable |
+		{family, table, name, handle, hook, prio,
+		 devices: ([.dev] | flatten | sort)}] | sort_by(.name)'
+}
+fb_flowtables() {
+	fb -j flowtable list | jq -S '[.flowtables[] |
+		{family, table, name, handle, hook, prio, devices: (.devices | sort)}] |
+		sort_by(.name)'
+}
+same_flowtables() {
+	local ours theirs
+	ours=$(fb_flowtables)
+	theirs=$(nft_flowtables)
+	[ "$ours" = "$theirs" ] || { echo "flowbulk: $ours"; echo "nft: $theirs"; return 1; }
+	[ "$(jq length <<<"$ours")" -ge 1 ]
+}
+check "flowtable list equals nft -j list ruleset" same_flowtables
+
+flowtable_as_requested() {
+	nft_json | jq -e '[.nftables[] | select(.flowtable) | .flowtable] |
+		map(select(.family == "inet" and .table == "fw" and .name == "ft")) |
+		length == 1 and .[0].hook == "ingress" and .[0].prio == -10 and
+		([.[0].dev] | flatten | sort) == ["veth0", "veth1"]' >/dev/null
+}
+check "flowtable inet fw ft: hook ingress, prio -10, devices veth0,veth1" flowtable_as_requested
+
+flowtable_has_counter() {
+	ip netns exec "$ns" nft list flowtable inet fw ft | grep -qw counter
+}
+check "flowtable inet fw ft has the counter flag" flowtable_has_counter
+
+same_tables() {
+	local ours theirs
+	ours=$(fb -j table list | jq -S '[.tables[] | {family, name, handle}] | sort_by(.name)')
+	theirs=$(nft_json | jq -S '[.nftables[] | select(.table) | .table |
+		{family, name, handle}] | sort_by(.name)')
+	[ "$ours" = "$theirs" ] || { echo "flowbulk: $ours"; echo "nft: $theirs"; return 1; }
+}
+check "table list equals nft -j list ruleset" same_tables
+
+forward_chain_as_requested() {
+	nft_json | jq -e '[.nftables[] | select(.chain) | .chain |
+		select(.table == "fw" and .name == "forward")] |
+		length == 1 and .[0].type == "filter" and .[0].hook == "forward" and
+		.[0].prio == 0 and .[0].policy == "accept"' >/dev/null
+}
+check "chain inet fw forward: type filter hook forward priority 0 policy accept" \
+	forward_chain_as_requested
+
+offload_rules_as_requested() {
+	nft_json | jq -e '[.nftables[] | select(.rule) | .rule | select(.chain == "forward") |
+		.expr] |
+		length == 2 and
+		(map(.[0].match.right) | sort) == ["tcp", "udp"] and
+		all(.[]; .[0].match.left.meta.key == "l4proto" and (.[1] | has("counter")) and
+			.[2].flow == {"op": "add", "flowtable": "@ft"})' >/dev/null
+}
+check "rules: meta l4proto tcp|udp counter flow add @ft" offload_rules_as_requested
+
+# Bad requests against the real kernel: each has its message and exit code,
+# and the ruleset is the same afterwards.
+before=$(nft_json)
+expect_failure 1 "cannot add table inet fw: it already exists: File exists" table add inet fw
+expect_failure 1 "table inet nope does not exist" \
+	flowtable add inet nope ft hook ingress devices veth0
+expect_failure 1 "it already exists" flowtable add inet fw ft hook ingress devices veth0
+expect_failure 1 "a device is already in another flowtable of table inet fw" \
+	flowtable add inet fw ft2 hook ingress devices veth0
+expect_failure 2 "device \"nosuch0\" does not exist" \
+	flowtable add inet fw ft2 hook ingress devices nosuch0
+expect_failure 2 "is out of range" \
+	flowtable add inet fw ft2 hook ingress priority 2147483648 devices veth0
+expect_failure 1 "flowtable ip plain nope does not exist" offload add ip plain nope
+expect_failure 1 "a rule still uses it (flow add @ft)" flowtable delete inet fw ft
+expect_failure 1 "it does not exist" table delete ip6 nope
+expect_failure 2 "unknown family \"netdev\"" table add netdev n
+after=$(nft_json)
+unchanged() { [ "$before" = "$after" ]; }
+check "failed requests changed nothing (no chain left from the failed offload batch)" unchanged
+
+fb table delete inet fw
+fb table delete ip plain
+empty() { [ "$(nft_json | jq '[.nftables[] | select(.table)] | length')" = 0 ]; }
+check "table delete removes everything flowbulk made" empty
+
+exit "$ret"
