@@ -139,22 +139,10 @@ offloaded() { # offloaded NS: flows of this family in the flowtable
 	in_ns "$1" conntrack -L -f "ipv$family" 2>/dev/null | grep -c OFFLOAD || true
 }
 
-bulk_detach() {
-	[ "$bulk_ok" = 1 ] || return 0
-	in_ns "$NS_WEST" "$flowbulk" detach inet nfb_bench ft >/dev/null 2>&1 || true
-	in_ns "$NS_EAST" "$flowbulk" detach inet nfb_bench ft >/dev/null 2>&1 || true
-}
-
-bulk_attach() {
-	in_ns "$NS_WEST" "$flowbulk" attach inet nfb_bench ft &&
-		in_ns "$NS_EAST" "$flowbulk" attach inet nfb_bench ft
-}
-
 point() { # point LINK GRO QDISC CONFIG FLOWS
 	local link=$1 g=$2 q=$3 config=$4 flows=$5 dev=s0 sink_ns=$NS_SUNRISE sink_dev=r0
 	local dmac status=ok start last sent recv reord elapsed west_off=0 east_off=0
 	local wait_ns=0 kicks0=0 kicks1=0 taken0=0 taken1=0 bulks0=0 bulks1=0
-	bulk_detach
 	topo_flowtable_del
 	window=$link_window
 	case "$config" in
@@ -164,8 +152,7 @@ point() { # point LINK GRO QDISC CONFIG FLOWS
 	stock) topo_flowtable_add ;;
 	bulk)
 		if [ "$bulk_ok" = 1 ]; then
-			topo_flowtable_add
-			bulk_attach || status=attach-failed
+			topo_flowtable_add early_ingress || status=attach-failed
 		else
 			status=unavailable
 		fi

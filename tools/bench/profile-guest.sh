@@ -21,7 +21,6 @@ config=${1:?usage: profile-guest.sh stock|bulk [FLOWS] [GRO]}
 flows=${2:-10}
 gro=${3:-on}
 count=20000
-flowbulk=$repo/build/userspace/flowbulk
 
 cleanup() {
 	topo_destroy
@@ -37,11 +36,11 @@ ctl=$debugfs/nfb_bench/ctl
 
 topo_create veth
 topo_gro "$gro"
-topo_flowtable_add
 if [ "$config" = bulk ]; then
 	nfb_load_module
-	ip netns exec "$NS_WEST" "$flowbulk" attach inet nfb_bench ft
-	ip netns exec "$NS_EAST" "$flowbulk" attach inet nfb_bench ft
+	topo_flowtable_add early_ingress
+else
+	topo_flowtable_add ingress
 fi
 ip netns exec "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST4" >/dev/null
 echo "sink dev=r0" | ip netns exec "$NS_SUNRISE" tee "$ctl" >/dev/null

@@ -107,33 +107,30 @@ topo_gro() {
 	return 0
 }
 
-# The ruleset of a router with a flowtable on both of its devices.
-topo_flowtable_ruleset() {
-	local in=$1 out=$2
-	cat <<-NFT
-	table inet nfb_bench {
-		flowtable ft {
-			hook ingress priority 0
-			devices = { $in, $out }
-		}
-		chain forward {
-			type filter hook forward priority 0; policy accept;
-			meta l4proto { tcp, udp } flow add @ft
-		}
-	}
-	NFT
-}
-
+# Program both routers the way an operator would, with flowbulk: a table,
+# a flowtable on both of the router's devices, the forward chain with
+# "flow add" for TCP and UDP. HOOK is ingress (the stock flowtable) or
+# early_ingress (the same flowtable, created at ingress and attached to
+# nf_flow_bulk in the same step). Needs build/userspace/flowbulk.
 topo_flowtable_add() {
-	topo_flowtable_ruleset w0 w1 | ip netns exec "$NS_WEST" nft -f -
-	topo_flowtable_ruleset e0 e1 | ip netns exec "$NS_EAST" nft -f -
+	local hook=${1:-ingress} fb nd ns in out
+	fb=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/userspace/flowbulk
+	for nd in "$NS_WEST:w0:w1" "$NS_EAST:e0:e1"; do
+		IFS=: read -r ns in out <<<"$nd"
+		ip netns exec "$ns" "$fb" table add inet nfb_bench
+		ip netns exec "$ns" "$fb" flowtable add inet nfb_bench ft \
+			hook "$hook" priority 0 devices "$in,$out"
+		ip netns exec "$ns" "$fb" offload add inet nfb_bench ft proto all
+	done
 }
 
+# Delete what topo_flowtable_add made (flowbulk also detaches the module)
+# and the conntrack entries, so that the next configuration starts clean.
 topo_flowtable_del() {
-	local ns
+	local fb ns
+	fb=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/userspace/flowbulk
 	for ns in "$NS_WEST" "$NS_EAST"; do
-		ip netns exec "$ns" nft delete table inet nfb_bench 2>/dev/null || true
+		ip netns exec "$ns" "$fb" table delete inet nfb_bench >/dev/null 2>&1 || true
 		ip netns exec "$ns" conntrack -F >/dev/null 2>&1 || true
 	done
-	return 0
 }
