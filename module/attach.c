@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nf_flow_bulk: finding nftables flowtables and hooking in front of them.
+ *
+ * nf_tables keeps its tables in per-netns data we cannot reach
+ * (nf_tables_net_id is not exported). A flowtable is visible, though, as
+ * an entry in the ingress hook list of each of its devices: the hook
+ * function is the flowtable type's hook and priv is &nft_flowtable->data.
+ * We walk the namespace's devices under RTNL and the RCU read lock, which
+ * keeps the entries and the flowtables they point to alive (nf_tables frees
+ * a deleted flowtable after unregistering its hooks and a grace period).
+ *
+ * For each device found we register an NFPROTO_NETDEV ingress hook one
+ * priority below the flowtable's. Attachments and hooks change under RTNL
+ * only; the datapath reads struct nfb_hook under RCU.
+ */
+#include <linux/netdevice.h>
+#include <linux/rtnetlink.h>
+#include <linux/slab.h>
+#include <net/netfilter/nf_flow_table.h>
+#include <net/netfilter/nf_tables.h>
+
+#include "nfb.h"
+
+/* Devices of one flowtable we handle in one scan. */
+#define NFB_MAX_DEVS	256
+
+struct nfb_found {
+	struct net_device	*dev;
+	const void		*cookie;
+	int			priority;
+};
+
+static bool nfb_ft_matches(const struct nfb_attach *a,
+			   const struct nf_flowtable *ft)
+{
+	const struct nft_flowtable *nft;
+
+	nft = container_of(ft, struct nft_flowtable, data);
+	return nft->table->family == a->family &&
+	       !strcmp(nft->table->name, a->table) &&
+	       !strcmp(nft->name, a->name);
+}
+
+/* Where the flowtable of @a hooks in now. Caller holds RTNL. */
+static int nfb_find(struct net *net, const struct nfb_attach *a,
+		    struct nfb_found *out)
+{
+	struct net_device *dev;
+	int n = 0;
+
+	ASSERT_RTNL();
+	rcu_read_lock();
+	for_each_netdev(net, dev) {
+		const struct nf_hook_entries *e;
+		struct nf_hook_ops **ops;
+		unsigned int i;
+
+		e = rcu_dereference(dev->nf_hooks_ingress);
+		if (!e)
+			continue;
+		ops = nf_hook_entries_get_hook_ops(e);
+		for (i = 0; i < e->num_hook_entries; i++) {
+			nf_hookfn *fn = e->hooks[i].hook;
+
+			if (fn == nfb_hook_fn)
+				continue;
+			if (!nfb_is_flowtable_hook(fn)) {
+				nfb_learn_inet_hook(fn, e->hooks[i].priv);
+				if (!nfb_is_flowtable_hook(fn))
+					continue;
+			}
+			if (!nfb_ft_matches(a, e->hooks[i].priv))
+				continue;
+			out[n].dev = dev;
+			out[n].cookie = e->hooks[i].priv;
+			out[n].priority = ops[i]->priority;
+			n++;
+			break;
+		}
+		if (n == NFB_MAX_DEVS)
+			break;
+	}
+	rcu_read_unlock();
+	return n;
+}
+
+static void nfb_hook_del(struct nfb_hook *h)
+{
+	nf_unregister_net_hook(h->nn->net, &h->ops);
+	list_del(&h->list);
+	kfree_rcu(h, rcu);
+}
+
+static struct nfb_hook *nfb_hook_by_dev(const struct nfb_attach *a,
+					const struct net_device *dev)
+{
+	struct nfb_hook *h;
+
+	list_for_each_entry(h, &a->hooks, list)
+		if (h->dev == dev)
+			return h;
+	return NULL;
+}
+
+static int nfb_hook_add(struct nfb_attach *a, const struct nfb_found *f,
+			struct netlink_ext_ack *extack)
+{
+	struct nfb_hook *h;
+	int err;
+
+	if (f->priority == INT_MIN) {
+		NL_SET_ERR_MSG(extack,
+			       "flowtable priority is the lowest possible: no room for a hook in front of it");
+		return -ERANGE;
+	}
+
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	if (!h)
+		return -ENOMEM;
+
+	h->attach = a;
+	h->nn = a->nn;
+	h->dev = f->dev;
+	h->ft_priority = f->priority;
+	h->ft_cookie = f->cookie;
+	h->ops = (struct nf_hook_ops) {
+		.hook		= nfb_hook_fn,
+		.dev		= f->dev,
+		.priv		= h,
+		.pf		= NFPROTO_NETDEV,
+		.hooknum	= NF_NETDEV_INGRESS,
+		.priority	= f->priority - 1,
+	};
+
+	err = nf_register_net_hook(a->nn->net, &h->ops);
+	if (err) {
+		NL_SET_ERR_MSG(extack,
+			       "cannot register an ingress hook on a flowtable device");
+		kfree(h);
+		return err;
+	}
+	list_add_tail(&h->list, &a->hooks);
+	return 0;
+}
+
+/*
+ * Bring the hooks of @a in line with where its flowtable is now. A hook at
+ * the wrong priority is replaced, registering the new one first so that no
+ * packet misses both. When the flowtable is found nowhere, the old hooks
+ * stay: they decline everything and keep asking for a rescan, which finds
+ * the flowtable again once it is re-created.
+ */
+static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
+{
+	struct nfb_hook *h, *tmp;
+	struct nfb_found *found;
+	LIST_HEAD(keep);
+	int i, n, err = 0;
+
+	found = kcalloc(NFB_MAX_DEVS, sizeof(*found), GFP_KERNEL);
+	if (!found)
+		return -ENOMEM;
+
+	n = nfb_find(a->nn->net, a, found);
+	if (!n) {
+		kfree(found);
+		return -ENOENT;
+	}
+
+	for (i = 0; i < n; i++) {
+		struct nfb_found *f = &found[i];
+
+		a->priority = f->priority;
+		h = nfb_hook_by_dev(a, f->dev);
+		if (h && h->ft_priority == f->priority) {
+			WRITE_ONCE(h->ft_cookie, f->cookie);
+			list_move_tail(&h->list, &keep);
+			continue;
+		}
+		err = nfb_hook_add(a, f, extack);
+		if (err)
+			break;
+		list_move_tail(&list_last_entry(&a->hooks, struct nfb_hook,
+						list)->list, &keep);
+		if (h)
+			nfb_hook_del(h);
+	}
+
+	/*
+	 * Devices that no longer carry the flowtable. nf_tables changes its
+	 * hooks under its own mutex, not RTNL, so a scan can see a flowtable
+	 * half (un)registered: a hook goes only after three scans in a row
+	 * missed it. Until then it declines and asks for rescans.
+	 */
+	a->unsettled = false;
+	list_for_each_entry(h, &keep, list)
+		h->missing = 0;
+	list_for_each_entry_safe(h, tmp, &a->hooks, list) {
+		if (!err && ++h->missing >= 3) {
+			nfb_hook_del(h);
+			continue;
+		}
+		a->unsettled = true;
+		list_move_tail(&h->list, &keep);
+	}
+	list_splice(&keep, &a->hooks);
+	kfree(found);
+	return err;
+}
+
+static struct nfb_attach *nfb_attach_find(struct nfb_net *nn, u32 family,
+					  const char *table, const char *name)
+{
+	struct nfb_attach *a;
+
+	list_for_each_entry(a, &nn->attachments, list)
+		if (a->family == family && !strcmp(a->table, table) &&
+		    !strcmp(a->name, name))
+			return a;
+	return NULL;
+}
+
+static void nfb_attach_free(struct nfb_attach *a)
+{
+	struct nfb_hook *h, *tmp;
+
+	list_for_each_entry_safe(h, tmp, &a->hooks, list)
+		nfb_hook_del(h);
+	list_del(&a->list);
+	kfree(a);
+}
+
+int nfb_attach(struct net *net, u32 family, const char *table,
+	       const char *name, struct netlink_ext_ack *extack)
+{
+	struct nfb_net *nn = nfb_pernet(net);
+	struct nfb_attach *a;
+	int err;
+
+	ASSERT_RTNL();
+	if (nfb_attach_find(nn, family, table, name)) {
+		NL_SET_ERR_MSG(extack, "flowtable already attached");
+		return -EEXIST;
+	}
+
+	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	if (!a)
+		return -ENOMEM;
+	a->nn = nn;
+	a->family = family;
+	strscpy(a->table, table, sizeof(a->table));
+	strscpy(a->name, name, sizeof(a->name));
+	INIT_LIST_HEAD(&a->hooks);
+	list_add_tail(&a->list, &nn->attachments);
+
+	err = nfb_sync(a, extack);
+	if (err) {
+		if (err == -ENOENT)
+			NL_SET_ERR_MSG(extack,
+				       "no such flowtable, or it has no device");
+		nfb_attach_free(a);
+		return err;
+	}
+	return 0;
+}
+
+int nfb_detach(struct net *net, u32 family, const char *table,
+	       const char *name, struct netlink_ext_ack *extack)
+{
+	struct nfb_net *nn = nfb_pernet(net);
+	struct nfb_attach *a;
+
+	ASSERT_RTNL();
+	a = nfb_attach_find(nn, family, table, name);
+	if (!a) {
+		NL_SET_ERR_MSG(extack, "flowtable not attached");
+		return -ENOENT;
+	}
+	nfb_attach_free(a);
+	return 0;
+}
+
+void nfb_detach_all(struct nfb_net *nn)
+{
+	struct nfb_attach *a, *tmp;
+
+	ASSERT_RTNL();
+	list_for_each_entry_safe(a, tmp, &nn->attachments, list)
+		nfb_attach_free(a);
+}
+
+/* Rescan every attachment of @nn. Caller holds RTNL. */
+void nfb_rescan_all(struct nfb_net *nn)
+{
+	struct nfb_attach *a;
+	bool again = false;
+
+	ASSERT_RTNL();
+	if (nn->exiting)
+		return;
+	list_for_each_entry(a, &nn->attachments, list) {
+		nfb_sync(a, NULL);
+		if (list_empty(&a->hooks) || a->unsettled)
+			again = true;
+	}
+	/*
+	 * Nothing asks for a rescan of an attachment without hooks, nor
+	 * finishes removing hooks on an idle device: poll for those.
+	 */
+	if (again)
+		schedule_delayed_work(&nn->rescan_work, HZ / 2);
+}
+
+void nfb_rescan_work(struct work_struct *work)
+{
+	struct nfb_net *nn = container_of(to_delayed_work(work),
+					  struct nfb_net, rescan_work);
+
+	rtnl_lock();
+	nfb_rescan_all(nn);
+	rtnl_unlock();
+}
+
+/* From the datapath (softirq): at most ten rescans a second. */
+void nfb_rescan_request(struct nfb_net *nn)
+{
+	unsigned long next = READ_ONCE(nn->rescan_next);
+
+	if (time_before(jiffies, next) || READ_ONCE(nn->exiting))
+		return;
+	WRITE_ONCE(nn->rescan_next, jiffies + HZ / 10);
+	schedule_delayed_work(&nn->rescan_work, 0);
+}
+
+/* Set once the per-netns data is gone: ignore the notifier's replay. */
+static bool nfb_notifier_off;
+
+static int nfb_netdev_event(struct notifier_block *nb, unsigned long event,
+			    void *ptr)
+{
+	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
+	struct nfb_attach *a;
+	struct nfb_hook *h;
+	struct nfb_net *nn;
+	bool found = false;
+
+	if (event != NETDEV_UNREGISTER || READ_ONCE(nfb_notifier_off))
+		return NOTIFY_DONE;
+
+	nn = nfb_pernet(dev_net(dev));
+	list_for_each_entry(a, &nn->attachments, list) {
+		h = nfb_hook_by_dev(a, dev);
+		if (h) {
+			nfb_hook_del(h);
+			found = true;
+		}
+	}
+	if (found && !nn->exiting)
+		schedule_delayed_work(&nn->rescan_work, HZ / 10);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block nfb_netdev_notifier = {
+	.notifier_call	= nfb_netdev_event,
+};
+
+int nfb_attach_init(void)
+{
+	return register_netdevice_notifier(&nfb_netdev_notifier);
+}
+
+/* Called after the pernet ops are unregistered. */
+void nfb_attach_fini(void)
+{
+	WRITE_ONCE(nfb_notifier_off, true);
+	unregister_netdevice_notifier(&nfb_netdev_notifier);
+}

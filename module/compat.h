@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The one place where kernel version differences are handled. Fast-path
+ * sources include no version checks; they use what this header defines.
+ * Every shim names the upstream change behind it.
+ */
+#ifndef _NF_FLOW_BULK_COMPAT_H
+#define _NF_FLOW_BULK_COMPAT_H
+
+/*
+ * The NFB_HAVE_* flags come from feature probes in module/Kbuild, which greps
+ * the target kernel's headers (distribution kernels backport, so versions
+ * would lie). The Kbuild also refuses kernels older than 6.1.
+ */
+
+#ifndef __ASSEMBLY__
+
+#include <linux/kconfig.h>
+#include <linux/netdevice.h>
+#include <linux/slab.h>
+#include <net/net_namespace.h>
+
+/*
+ * d457a0e329b0 ("net: move gso declarations and functions to their own
+ * files", 6.5) moved skb_gso_validate_network_len() to <net/gso.h>.
+ */
+#ifdef NFB_HAVE_NET_GSO_H
+#include <net/gso.h>
+#endif
+
+#if !IS_ENABLED(CONFIG_NETFILTER_INGRESS)
+#error "nf_flow_bulk needs CONFIG_NETFILTER_INGRESS"
+#endif
+
+/*
+ * Dummy netdev for the NAPI instances. b26230a1a3fb ("net: create a dummy
+ * net_device allocator", 6.10) added alloc_netdev_dummy(); before it, a
+ * zeroed struct net_device was set up with init_dummy_netdev().
+ */
+#ifdef NFB_HAVE_ALLOC_NETDEV_DUMMY
+static inline struct net_device *nfb_alloc_dummy_netdev(void)
+{
+	return alloc_netdev_dummy(0);
+}
+
+static inline void nfb_free_dummy_netdev(struct net_device *dev)
+{
+	free_netdev(dev);
+}
+#else
+static inline struct net_device *nfb_alloc_dummy_netdev(void)
+{
+	struct net_device *dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+
+	if (dev)
+		init_dummy_netdev(dev);
+	return dev;
+}
+
+static inline void nfb_free_dummy_netdev(struct net_device *dev)
+{
+	kfree(dev);
+}
+#endif
+
+/*
+ * Egress hooks that dev_queue_xmit() runs and the list path would skip.
+ * e420bed02507 ("bpf: Add fd-based tcx multi-prog infra with link
+ * support", 6.6) replaced dev->miniq_egress by dev->tcx_egress;
+ * nf_hooks_egress exists since 42df6e1d221d ("netfilter: Introduce egress
+ * hook", 5.16).
+ */
+static inline bool nfb_dev_has_egress_hooks(const struct net_device *dev)
+{
+#ifdef NFB_HAVE_TCX_EGRESS
+#if IS_ENABLED(CONFIG_NET_XGRESS)
+	if (rcu_access_pointer(dev->tcx_egress))
+		return true;
+#endif
+#elif IS_ENABLED(CONFIG_NET_CLS_ACT)
+	if (rcu_access_pointer(dev->miniq_egress))
+		return true;
+#endif
+#if IS_ENABLED(CONFIG_NETFILTER_EGRESS)
+	if (rcu_access_pointer(dev->nf_hooks_egress))
+		return true;
+#endif
+	return false;
+}
+
+/*
+ * bfa858f220ab ("sysctl: Add size to register_net_sysctl function", 6.6)
+ * takes the table size; before it a sentinel ended the table. Our tables
+ * keep the sentinel and pass the size without it.
+ */
+#ifdef NFB_HAVE_REGISTER_NET_SYSCTL_SZ
+#define nfb_register_net_sysctl(net, path, table, size) \
+	register_net_sysctl_sz(net, path, table, size)
+#else
+#define nfb_register_net_sysctl(net, path, table, size) \
+	register_net_sysctl(net, path, table)
+#endif
+
+#endif /* __ASSEMBLY__ */
+
+#endif /* _NF_FLOW_BULK_COMPAT_H */

@@ -1,0 +1,568 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nf_flow_bulk: the ingress hook. It runs right before the stock flowtable
+ * hook (one priority lower), repeats the stock lookup and checks for the
+ * cases it implements and either takes the packet (NF_STOLEN, queued for
+ * bulk transmit) or declines it (NF_ACCEPT): a declined packet reaches the
+ * stock flowtable hook next, unchanged, so the stock code stays the
+ * reference behaviour for everything this file does not handle, including
+ * the teardown on TCP FIN/RST and on a stale route.
+ *
+ * The order of checks follows nf_flow_offload_ip_hook() and
+ * nf_flow_offload_ipv6_hook() of net/netfilter/nf_flow_table_ip.c (same in
+ * 6.1 and 6.12): header pulls, fragments / options / L4 protocol / TTL,
+ * lookup, MTU, TCP flags, dst check; only then is the packet modified.
+ */
+#include <linux/hash.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/kallsyms.h>
+#include <linux/module.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
+#include <net/dsfield.h>
+#include <net/inet_ecn.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6.h>
+#include <net/route.h>
+#include <net/netfilter/nf_conntrack_acct.h>
+#include <net/netfilter/nf_flow_table.h>
+
+#include "nfb.h"
+
+/* Returned by the per-family handlers when the packet was taken. */
+#define NFB_TAKEN	(-1)
+
+/*
+ * nf_flow_offload_inet_hook() is static in nf_flow_table_inet.c. Its address
+ * is learned once, in process context and under RTNL, and its module is
+ * pinned until we unload, so the address cannot be reused meanwhile.
+ */
+static nf_hookfn *nfb_inet_hook;
+static struct module *nfb_inet_owner;
+
+bool nfb_is_flowtable_hook(nf_hookfn *fn)
+{
+	return fn == nf_flow_offload_ip_hook ||
+	       fn == nf_flow_offload_ipv6_hook ||
+	       (fn && fn == READ_ONCE(nfb_inet_hook));
+}
+
+/**
+ * nfb_learn_inet_hook - recognise the inet flowtable hook
+ * @fn: hook function of an ingress hook entry we do not know
+ * @priv: its priv, only looked at once @fn is known to be the inet hook
+ *
+ * Caller holds RTNL and the RCU read lock that keeps the entry alive.
+ */
+void nfb_learn_inet_hook(nf_hookfn *fn, const void *priv)
+{
+	static const char want[] = "nf_flow_offload_inet_hook+0x0/";
+	const struct nf_flowtable *ft = priv;
+	char sym[KSYM_SYMBOL_LEN];
+
+	ASSERT_RTNL();
+	if (READ_ONCE(nfb_inet_hook) || !fn)
+		return;
+
+	sprint_symbol(sym, (unsigned long)fn);
+	if (strncmp(sym, want, sizeof(want) - 1))
+		return;
+	if (!ft->type || ft->type->hook != fn)
+		return;
+	if (!try_module_get(ft->type->owner))
+		return;
+
+	nfb_inet_owner = ft->type->owner;
+	WRITE_ONCE(nfb_inet_hook, fn);
+}
+
+void nfb_fastpath_fini(void)
+{
+	if (nfb_inet_owner)
+		module_put(nfb_inet_owner);
+	nfb_inet_owner = NULL;
+	nfb_inet_hook = NULL;
+}
+
+/*
+ * The flowtable entry right after ours on @dev, or NULL when it is not the
+ * one we attached to (deleted, re-created elsewhere, another hook in
+ * between). The returned flowtable is valid until the hook returns.
+ */
+static struct nf_flowtable *nfb_next_flowtable(const struct nfb_hook *h,
+					       const struct net_device *dev,
+					       nf_hookfn **fn)
+{
+	const struct nf_hook_entries *e;
+	unsigned int i;
+
+	e = rcu_dereference(dev->nf_hooks_ingress);
+	if (!e)
+		return NULL;
+
+	for (i = 0; i + 1 < e->num_hook_entries; i++) {
+		if (e->hooks[i].priv != h)
+			continue;
+		if (e->hooks[i + 1].priv != READ_ONCE(h->ft_cookie) ||
+		    !nfb_is_flowtable_hook(e->hooks[i + 1].hook))
+			return NULL;
+		*fn = e->hooks[i + 1].hook;
+		return e->hooks[i + 1].priv;
+	}
+	return NULL;
+}
+
+/* Based on ip_exceeds_mtu(), as nf_flow_exceeds_mtu(). */
+static bool nfb_exceeds_mtu(const struct sk_buff *skb, unsigned int mtu)
+{
+	if (skb->len <= mtu)
+		return false;
+
+	if (skb_is_gso(skb) && skb_gso_validate_network_len(skb, mtu))
+		return false;
+
+	return true;
+}
+
+static bool nfb_tcp_fin_rst(const struct sk_buff *skb, unsigned int thoff)
+{
+	const struct tcphdr *tcph;
+
+	tcph = (void *)(skb_network_header(skb) + thoff);
+	return tcph->fin || tcph->rst;
+}
+
+/* Copy what transmit needs; the flow and its dst stay behind. */
+static void nfb_prepare(struct sk_buff *skb, struct nfb_net *nn,
+			struct net_device *outdev,
+			const struct flow_offload *flow, u8 dsfield)
+{
+	struct nfb_cb *cb = NFB_CB(skb);
+
+	skb_dst_drop(skb);
+	dev_hold(outdev);
+	cb->dev = outdev;
+	cb->nn = nn;
+	cb->flow_hash = hash_ptr(flow, 32);
+	cb->bulk_max = READ_ONCE(nn->bulk_max);
+	cb->dsfield = dsfield & ~INET_ECN_MASK;
+}
+
+/* IPv4 NAT: the address part of nf_flow_nat_ip(), static in the kernel. */
+static void nfb_nat_ip_l4(struct sk_buff *skb, const struct iphdr *iph,
+			  unsigned int thoff, __be32 addr, __be32 new_addr)
+{
+	struct tcphdr *tcph;
+	struct udphdr *udph;
+
+	switch (iph->protocol) {
+	case IPPROTO_TCP:
+		tcph = (void *)(skb_network_header(skb) + thoff);
+		inet_proto_csum_replace4(&tcph->check, skb, addr, new_addr,
+					 true);
+		break;
+	case IPPROTO_UDP:
+		udph = (void *)(skb_network_header(skb) + thoff);
+		if (udph->check || skb->ip_summed == CHECKSUM_PARTIAL) {
+			inet_proto_csum_replace4(&udph->check, skb, addr,
+						 new_addr, true);
+			if (!udph->check)
+				udph->check = CSUM_MANGLED_0;
+		}
+		break;
+	}
+}
+
+static void nfb_snat_ip(const struct flow_offload *flow, struct sk_buff *skb,
+			struct iphdr *iph, unsigned int thoff,
+			enum flow_offload_tuple_dir dir)
+{
+	__be32 addr, new_addr;
+
+	if (dir == FLOW_OFFLOAD_DIR_ORIGINAL) {
+		addr = iph->saddr;
+		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_REPLY].tuple.dst_v4.s_addr;
+		iph->saddr = new_addr;
+	} else {
+		addr = iph->daddr;
+		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_ORIGINAL].tuple.src_v4.s_addr;
+		iph->daddr = new_addr;
+	}
+	csum_replace4(&iph->check, addr, new_addr);
+	nfb_nat_ip_l4(skb, iph, thoff, addr, new_addr);
+}
+
+static void nfb_dnat_ip(const struct flow_offload *flow, struct sk_buff *skb,
+			struct iphdr *iph, unsigned int thoff,
+			enum flow_offload_tuple_dir dir)
+{
+	__be32 addr, new_addr;
+
+	if (dir == FLOW_OFFLOAD_DIR_ORIGINAL) {
+		addr = iph->daddr;
+		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_REPLY].tuple.src_v4.s_addr;
+		iph->daddr = new_addr;
+	} else {
+		addr = iph->saddr;
+		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_ORIGINAL].tuple.dst_v4.s_addr;
+		iph->saddr = new_addr;
+	}
+	csum_replace4(&iph->check, addr, new_addr);
+	nfb_nat_ip_l4(skb, iph, thoff, addr, new_addr);
+}
+
+static void nfb_nat_ip(const struct flow_offload *flow, struct sk_buff *skb,
+		       unsigned int thoff, enum flow_offload_tuple_dir dir,
+		       struct iphdr *iph)
+{
+	if (test_bit(NF_FLOW_SNAT, &flow->flags)) {
+		nf_flow_snat_port(flow, skb, thoff, iph->protocol, dir);
+		nfb_snat_ip(flow, skb, iph, thoff, dir);
+	}
+	if (test_bit(NF_FLOW_DNAT, &flow->flags)) {
+		nf_flow_dnat_port(flow, skb, thoff, iph->protocol, dir);
+		nfb_dnat_ip(flow, skb, iph, thoff, dir);
+	}
+}
+
+static int nfb_ipv4(struct nfb_net *nn, struct nf_flowtable *ft,
+		    struct sk_buff *skb, const struct nf_hook_state *state)
+{
+	struct flow_offload_tuple_rhash *tuplehash;
+	struct flow_offload_tuple tuple = {};
+	enum flow_offload_tuple_dir dir;
+	unsigned int thoff, hdrsize;
+	struct flow_offload *flow;
+	struct flow_ports *ports;
+	struct net_device *outdev;
+	struct rtable *rt;
+	struct iphdr *iph;
+	__be32 nexthop;
+
+	if (!pskb_may_pull(skb, sizeof(*iph)))
+		return NFB_DECLINE_HEADER;
+
+	iph = ip_hdr(skb);
+	thoff = iph->ihl * 4;
+	if (ip_is_fragment(iph))
+		return NFB_DECLINE_FRAG;
+	if (unlikely(thoff != sizeof(*iph)))
+		return NFB_DECLINE_OPTIONS;
+
+	switch (iph->protocol) {
+	case IPPROTO_TCP:
+		hdrsize = sizeof(struct tcphdr);
+		break;
+	case IPPROTO_UDP:
+		hdrsize = sizeof(struct udphdr);
+		break;
+	default:
+		return NFB_DECLINE_L4PROTO;
+	}
+
+	if (iph->ttl <= 1)
+		return NFB_DECLINE_TTL;
+
+	if (!pskb_may_pull(skb, thoff + hdrsize))
+		return NFB_DECLINE_HEADER;
+
+	ports = (struct flow_ports *)(skb_network_header(skb) + thoff);
+	tuple.src_port		= ports->source;
+	tuple.dst_port		= ports->dest;
+	iph = ip_hdr(skb);
+	tuple.src_v4.s_addr	= iph->saddr;
+	tuple.dst_v4.s_addr	= iph->daddr;
+	tuple.l3proto		= AF_INET;
+	tuple.l4proto		= iph->protocol;
+	tuple.iifidx		= state->in->ifindex;
+
+	tuplehash = flow_offload_lookup(ft, &tuple);
+	if (!tuplehash)
+		return NFB_DECLINE_MISS;
+
+	dir = tuplehash->tuple.dir;
+	flow = container_of(tuplehash, struct flow_offload, tuplehash[dir]);
+
+	/* Not implemented here: the stock hook handles these. */
+	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
+		return NFB_DECLINE_HW_OFFLOAD;
+	if (tuplehash->tuple.xmit_type != FLOW_OFFLOAD_XMIT_NEIGH)
+		return NFB_DECLINE_XMIT_TYPE;
+	rt = (struct rtable *)tuplehash->tuple.dst_cache;
+	if (unlikely(rt->rt_gw_family == AF_INET6))
+		return NFB_DECLINE_XMIT_TYPE;
+
+	if (unlikely(nfb_exceeds_mtu(skb, tuplehash->tuple.mtu)))
+		return NFB_DECLINE_MTU;
+
+	if (iph->protocol == IPPROTO_TCP && nfb_tcp_fin_rst(skb, thoff))
+		return NFB_DECLINE_TCP_FLAGS;
+
+	if (!dst_check(&rt->dst, tuplehash->tuple.dst_cookie))
+		return NFB_DECLINE_DST_STALE;
+
+	if (skb_try_make_writable(skb, thoff + hdrsize))
+		return NFB_DECLINE_UNWRITABLE;
+
+	/* From here on the packet is ours. */
+	flow_offload_refresh(ft, flow, false);
+
+	iph = ip_hdr(skb);
+	nfb_nat_ip(flow, skb, thoff, dir, iph);
+
+	ip_decrease_ttl(iph);
+	skb_clear_tstamp(skb);
+
+	if (ft->flags & NF_FLOWTABLE_COUNTER)
+		nf_ct_acct_update(flow->ct, dir, skb->len);
+
+	outdev = rt->dst.dev;
+	nexthop = rt_nexthop(rt, flow->tuplehash[!dir].tuple.src_v4.s_addr);
+	nfb_prepare(skb, nn, outdev, flow, ipv4_get_dsfield(iph));
+	NFB_CB(skb)->nexthop.v4 = nexthop;
+
+	return NFB_TAKEN;
+}
+
+/* IPv6 NAT: the address part of nf_flow_nat_ipv6(). */
+static void nfb_nat_ipv6_l4(struct sk_buff *skb, const struct ipv6hdr *ip6h,
+			    unsigned int thoff, const struct in6_addr *addr,
+			    const struct in6_addr *new_addr)
+{
+	struct tcphdr *tcph;
+	struct udphdr *udph;
+
+	switch (ip6h->nexthdr) {
+	case IPPROTO_TCP:
+		tcph = (void *)(skb_network_header(skb) + thoff);
+		inet_proto_csum_replace16(&tcph->check, skb, addr->s6_addr32,
+					  new_addr->s6_addr32, true);
+		break;
+	case IPPROTO_UDP:
+		udph = (void *)(skb_network_header(skb) + thoff);
+		if (udph->check || skb->ip_summed == CHECKSUM_PARTIAL) {
+			inet_proto_csum_replace16(&udph->check, skb,
+						  addr->s6_addr32,
+						  new_addr->s6_addr32, true);
+			if (!udph->check)
+				udph->check = CSUM_MANGLED_0;
+		}
+		break;
+	}
+}
+
+static void nfb_snat_ipv6(const struct flow_offload *flow,
+			  struct sk_buff *skb, struct ipv6hdr *ip6h,
+			  unsigned int thoff, enum flow_offload_tuple_dir dir)
+{
+	struct in6_addr addr, new_addr;
+
+	if (dir == FLOW_OFFLOAD_DIR_ORIGINAL) {
+		addr = ip6h->saddr;
+		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_REPLY].tuple.dst_v6;
+		ip6h->saddr = new_addr;
+	} else {
+		addr = ip6h->daddr;
+		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_ORIGINAL].tuple.src_v6;
+		ip6h->daddr = new_addr;
+	}
+	nfb_nat_ipv6_l4(skb, ip6h, thoff, &addr, &new_addr);
+}
+
+static void nfb_dnat_ipv6(const struct flow_offload *flow,
+			  struct sk_buff *skb, struct ipv6hdr *ip6h,
+			  unsigned int thoff, enum flow_offload_tuple_dir dir)
+{
+	struct in6_addr addr, new_addr;
+
+	if (dir == FLOW_OFFLOAD_DIR_ORIGINAL) {
+		addr = ip6h->daddr;
+		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_REPLY].tuple.src_v6;
+		ip6h->daddr = new_addr;
+	} else {
+		addr = ip6h->saddr;
+		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_ORIGINAL].tuple.dst_v6;
+		ip6h->saddr = new_addr;
+	}
+	nfb_nat_ipv6_l4(skb, ip6h, thoff, &addr, &new_addr);
+}
+
+static void nfb_nat_ipv6(const struct flow_offload *flow, struct sk_buff *skb,
+			 enum flow_offload_tuple_dir dir, struct ipv6hdr *ip6h)
+{
+	unsigned int thoff = sizeof(*ip6h);
+
+	if (test_bit(NF_FLOW_SNAT, &flow->flags)) {
+		nf_flow_snat_port(flow, skb, thoff, ip6h->nexthdr, dir);
+		nfb_snat_ipv6(flow, skb, ip6h, thoff, dir);
+	}
+	if (test_bit(NF_FLOW_DNAT, &flow->flags)) {
+		nf_flow_dnat_port(flow, skb, thoff, ip6h->nexthdr, dir);
+		nfb_dnat_ipv6(flow, skb, ip6h, thoff, dir);
+	}
+}
+
+static int nfb_ipv6(struct nfb_net *nn, struct nf_flowtable *ft,
+		    struct sk_buff *skb, const struct nf_hook_state *state)
+{
+	struct flow_offload_tuple_rhash *tuplehash;
+	struct flow_offload_tuple tuple = {};
+	const struct in6_addr *nexthop;
+	enum flow_offload_tuple_dir dir;
+	unsigned int thoff, hdrsize;
+	struct flow_offload *flow;
+	struct flow_ports *ports;
+	struct net_device *outdev;
+	struct ipv6hdr *ip6h;
+	struct rt6_info *rt;
+
+	thoff = sizeof(*ip6h);
+	if (!pskb_may_pull(skb, thoff))
+		return NFB_DECLINE_HEADER;
+
+	ip6h = ipv6_hdr(skb);
+	switch (ip6h->nexthdr) {
+	case IPPROTO_TCP:
+		hdrsize = sizeof(struct tcphdr);
+		break;
+	case IPPROTO_UDP:
+		hdrsize = sizeof(struct udphdr);
+		break;
+	case NEXTHDR_FRAGMENT:
+		return NFB_DECLINE_FRAG;
+	default:
+		if (ipv6_ext_hdr(ip6h->nexthdr))
+			return NFB_DECLINE_OPTIONS;
+		return NFB_DECLINE_L4PROTO;
+	}
+
+	if (ip6h->hop_limit <= 1)
+		return NFB_DECLINE_TTL;
+
+	if (!pskb_may_pull(skb, thoff + hdrsize))
+		return NFB_DECLINE_HEADER;
+
+	ports = (struct flow_ports *)(skb_network_header(skb) + thoff);
+	tuple.src_port		= ports->source;
+	tuple.dst_port		= ports->dest;
+	ip6h = ipv6_hdr(skb);
+	tuple.src_v6		= ip6h->saddr;
+	tuple.dst_v6		= ip6h->daddr;
+	tuple.l3proto		= AF_INET6;
+	tuple.l4proto		= ip6h->nexthdr;
+	tuple.iifidx		= state->in->ifindex;
+
+	tuplehash = flow_offload_lookup(ft, &tuple);
+	if (!tuplehash)
+		return NFB_DECLINE_MISS;
+
+	dir = tuplehash->tuple.dir;
+	flow = container_of(tuplehash, struct flow_offload, tuplehash[dir]);
+
+	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
+		return NFB_DECLINE_HW_OFFLOAD;
+	if (tuplehash->tuple.xmit_type != FLOW_OFFLOAD_XMIT_NEIGH)
+		return NFB_DECLINE_XMIT_TYPE;
+
+	if (unlikely(nfb_exceeds_mtu(skb, tuplehash->tuple.mtu)))
+		return NFB_DECLINE_MTU;
+
+	if (ip6h->nexthdr == IPPROTO_TCP && nfb_tcp_fin_rst(skb, thoff))
+		return NFB_DECLINE_TCP_FLAGS;
+
+	rt = dst_rt6_info(tuplehash->tuple.dst_cache);
+	if (!dst_check(&rt->dst, tuplehash->tuple.dst_cookie))
+		return NFB_DECLINE_DST_STALE;
+
+	if (skb_try_make_writable(skb, thoff + hdrsize))
+		return NFB_DECLINE_UNWRITABLE;
+
+	/* From here on the packet is ours. */
+	flow_offload_refresh(ft, flow, false);
+
+	ip6h = ipv6_hdr(skb);
+	nfb_nat_ipv6(flow, skb, dir, ip6h);
+
+	ip6h->hop_limit--;
+	skb_clear_tstamp(skb);
+
+	if (ft->flags & NF_FLOWTABLE_COUNTER)
+		nf_ct_acct_update(flow->ct, dir, skb->len);
+
+	outdev = rt->dst.dev;
+	nexthop = rt6_nexthop(rt, &flow->tuplehash[!dir].tuple.src_v6);
+	nfb_prepare(skb, nn, outdev, flow, ipv6_get_dsfield(ip6h));
+	NFB_CB(skb)->nexthop.v6 = *nexthop;
+
+	return NFB_TAKEN;
+}
+
+/*
+ * The hook. Runs under the RCU read lock of nf_hook_slow(); everything the
+ * flowtable lookup returns is valid until we return, and nothing of it is
+ * kept in the queued packet (see nfb_prepare()).
+ */
+unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
+			 const struct nf_hook_state *state)
+{
+	const struct nfb_hook *h = priv;
+	struct nfb_net *nn = h->nn;
+	struct nf_flowtable *ft;
+	nf_hookfn *ftfn = NULL;
+	int ret;
+
+	if (!READ_ONCE(nn->enable)) {
+		nfb_count_decline(nn, NFB_DECLINE_DISABLED);
+		return NF_ACCEPT;
+	}
+
+	ft = nfb_next_flowtable(h, state->in, &ftfn);
+	if (unlikely(!ft)) {
+		nfb_count_decline(nn, NFB_DECLINE_NO_FLOWTABLE);
+		nfb_rescan_request(nn);
+		return NF_ACCEPT;
+	}
+
+	/* The queue owns the packet from here: it must not be shared. */
+	if (unlikely(skb_shared(skb))) {
+		nfb_count_decline(nn, NFB_DECLINE_SHARED);
+		return NF_ACCEPT;
+	}
+
+	if (skb_vlan_tag_present(skb)) {
+		ret = NFB_DECLINE_ENCAP;
+	} else {
+		switch (skb->protocol) {
+		case htons(ETH_P_IP):
+			if (ftfn == nf_flow_offload_ipv6_hook)
+				ret = NFB_DECLINE_NOT_IP;
+			else
+				ret = nfb_ipv4(nn, ft, skb, state);
+			break;
+		case htons(ETH_P_IPV6):
+			if (ftfn == nf_flow_offload_ip_hook)
+				ret = NFB_DECLINE_NOT_IP;
+			else
+				ret = nfb_ipv6(nn, ft, skb, state);
+			break;
+		case htons(ETH_P_8021Q):
+		case htons(ETH_P_PPP_SES):
+			ret = NFB_DECLINE_ENCAP;
+			break;
+		default:
+			ret = NFB_DECLINE_NOT_IP;
+			break;
+		}
+	}
+
+	if (ret != NFB_TAKEN) {
+		nfb_count_decline(nn, ret);
+		return NF_ACCEPT;
+	}
+
+	this_cpu_inc(nn->stats->packets);
+	nfb_enqueue(skb);
+	return NF_STOLEN;
+}

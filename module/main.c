@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nf_flow_bulk: bulk forwarding of nftables flowtable hits.
+ *
+ * Module and per-netns set-up: sysctls, statistics, /proc/net/stat.
+ */
+#include <linux/module.h>
+#include <linux/proc_fs.h>
+#include <linux/rtnetlink.h>
+#include <linux/seq_file.h>
+#include <linux/sysctl.h>
+#include <net/genetlink.h>
+#include <net/netns/generic.h>
+
+#include "nfb.h"
+
+#define NFB_VERSION "0.1.0"
+
+static unsigned int nfb_net_id __read_mostly;
+static int nfb_bulk_limit = NFB_BULK_LIMIT;
+
+struct nfb_net *nfb_pernet(const struct net *net)
+{
+	return net_generic(net, nfb_net_id);
+}
+
+static const struct ctl_table nfb_sysctl_template[] = {
+	{
+		.procname	= "nf_flow_bulk_enable",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_ONE,
+	},
+	{
+		.procname	= "nf_flow_bulk_max",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= &nfb_bulk_limit,
+	},
+	{ }
+};
+
+static int nfb_sysctl_init(struct nfb_net *nn)
+{
+	struct ctl_table *table;
+
+	table = kmemdup(nfb_sysctl_template, sizeof(nfb_sysctl_template),
+			GFP_KERNEL);
+	if (!table)
+		return -ENOMEM;
+	table[0].data = &nn->enable;
+	table[1].data = &nn->bulk_max;
+
+	nn->sysctl = nfb_register_net_sysctl(nn->net, "net/netfilter", table,
+					     ARRAY_SIZE(nfb_sysctl_template) - 1);
+	if (!nn->sysctl) {
+		kfree(table);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void nfb_sysctl_fini(struct nfb_net *nn)
+{
+	const struct ctl_table *table = nn->sysctl->ctl_table_arg;
+
+	unregister_net_sysctl_table(nn->sysctl);
+	kfree(table);
+}
+
+/* /proc/net/stat/nf_flow_bulk: a header line, then one row per CPU. */
+static void *nfb_cpu_seq_start(struct seq_file *seq, loff_t *pos)
+{
+	struct nfb_net *nn = nfb_pernet(seq_file_net(seq));
+	int cpu;
+
+	if (*pos == 0)
+		return SEQ_START_TOKEN;
+
+	for (cpu = *pos - 1; cpu < nr_cpu_ids; ++cpu) {
+		if (!cpu_possible(cpu))
+			continue;
+		*pos = cpu + 1;
+		return per_cpu_ptr(nn->stats, cpu);
+	}
+	return NULL;
+}
+
+static void *nfb_cpu_seq_next(struct seq_file *seq, void *v, loff_t *pos)
+{
+	struct nfb_net *nn = nfb_pernet(seq_file_net(seq));
+	int cpu;
+
+	for (cpu = *pos; cpu < nr_cpu_ids; ++cpu) {
+		if (!cpu_possible(cpu))
+			continue;
+		*pos = cpu + 1;
+		return per_cpu_ptr(nn->stats, cpu);
+	}
+	(*pos)++;
+	return NULL;
+}
+
+static void nfb_cpu_seq_stop(struct seq_file *seq, void *v)
+{
+}
+
+static const char * const nfb_decline_names[__NFB_DECLINE_MAX] = {
+	"disabled", "not_ip", "header", "no_flowtable", "miss", "frag",
+	"options", "ttl", "mtu", "tcp_flags", "dst_stale", "hw_offload",
+	"xmit_type", "encap", "unwritable", "dying", "l4proto", "shared",
+};
+
+static const char * const nfb_fallback_names[__NFB_FALLBACK_MAX] = {
+	"qdisc", "egress_hook", "neigh", "headroom", "busy",
+};
+
+static const char * const nfb_drop_names[__NFB_DROP_MAX] = {
+	"dev_down", "no_neigh", "validate", "xmit", "queue_full", "nomem",
+};
+
+static int nfb_cpu_seq_show(struct seq_file *seq, void *v)
+{
+	const struct nfb_stats *st = v;
+	int i;
+
+	if (v == SEQ_START_TOKEN) {
+		seq_puts(seq, "packets  bulks    ");
+		for (i = 0; i < NFB_HIST_BUCKETS; i++)
+			seq_printf(seq, "bulk%-4u ", 1U << i);
+		for (i = 0; i < __NFB_DECLINE_MAX; i++)
+			seq_printf(seq, "decline_%s ", nfb_decline_names[i]);
+		for (i = 0; i < __NFB_FALLBACK_MAX; i++)
+			seq_printf(seq, "fallback_%s ", nfb_fallback_names[i]);
+		for (i = 0; i < __NFB_DROP_MAX; i++)
+			seq_printf(seq, "drop_%s%s", nfb_drop_names[i],
+				   i + 1 < __NFB_DROP_MAX ? " " : "\n");
+		return 0;
+	}
+
+	seq_printf(seq, "%08llx %08llx", st->packets, st->bulks);
+	for (i = 0; i < NFB_HIST_BUCKETS; i++)
+		seq_printf(seq, " %08llx", st->hist[i]);
+	for (i = 0; i < __NFB_DECLINE_MAX; i++)
+		seq_printf(seq, " %08llx", st->decline[i]);
+	for (i = 0; i < __NFB_FALLBACK_MAX; i++)
+		seq_printf(seq, " %08llx", st->fallback[i]);
+	for (i = 0; i < __NFB_DROP_MAX; i++)
+		seq_printf(seq, " %08llx", st->drop[i]);
+	seq_putc(seq, '\n');
+	return 0;
+}
+
+static const struct seq_operations nfb_cpu_seq_ops = {
+	.start	= nfb_cpu_seq_start,
+	.next	= nfb_cpu_seq_next,
+	.stop	= nfb_cpu_seq_stop,
+	.show	= nfb_cpu_seq_show,
+};
+
+static int __net_init nfb_net_init(struct net *net)
+{
+	struct nfb_net *nn = nfb_pernet(net);
+	int err;
+
+	nn->net = net;
+	nn->enable = 1;
+	nn->bulk_max = NFB_BULK_DEFAULT;
+	nn->rescan_next = jiffies;
+	INIT_LIST_HEAD(&nn->attachments);
+	INIT_DELAYED_WORK(&nn->rescan_work, nfb_rescan_work);
+
+	nn->stats = alloc_percpu(struct nfb_stats);
+	if (!nn->stats)
+		return -ENOMEM;
+
+	err = nfb_sysctl_init(nn);
+	if (err)
+		goto err_stats;
+
+	if (!proc_create_net("nf_flow_bulk", 0444, net->proc_net_stat,
+			     &nfb_cpu_seq_ops, sizeof(struct seq_net_private))) {
+		err = -ENOMEM;
+		goto err_sysctl;
+	}
+	return 0;
+
+err_sysctl:
+	nfb_sysctl_fini(nn);
+err_stats:
+	free_percpu(nn->stats);
+	return err;
+}
+
+/*
+ * Runs after the namespace's devices are gone (device pernet ops exit
+ * first), so normally nothing is attached any more. Order: no new hook
+ * (exiting), hooks removed, grace period (no hook still running), queued
+ * packets sent, then the memory goes.
+ */
+static void __net_exit nfb_net_exit(struct net *net)
+{
+	struct nfb_net *nn = nfb_pernet(net);
+
+	rtnl_lock();
+	WRITE_ONCE(nn->exiting, true);
+	nfb_detach_all(nn);
+	rtnl_unlock();
+	cancel_delayed_work_sync(&nn->rescan_work);
+	synchronize_net();
+	nfb_wait_inflight(nn);
+
+	remove_proc_entry("nf_flow_bulk", net->proc_net_stat);
+	nfb_sysctl_fini(nn);
+	free_percpu(nn->stats);
+}
+
+static struct pernet_operations nfb_net_ops = {
+	.init	= nfb_net_init,
+	.exit	= nfb_net_exit,
+	.id	= &nfb_net_id,
+	.size	= sizeof(struct nfb_net),
+};
+
+static int __init nf_flow_bulk_init(void)
+{
+	int err;
+
+	BUILD_BUG_ON(sizeof(struct nfb_cb) > sizeof_field(struct sk_buff, cb));
+
+	err = nfb_xmit_init();
+	if (err)
+		return err;
+
+	err = register_pernet_subsys(&nfb_net_ops);
+	if (err)
+		goto err_xmit;
+
+	err = nfb_attach_init();
+	if (err)
+		goto err_pernet;
+
+	err = nfb_genl_init();
+	if (err)
+		goto err_attach;
+
+	pr_info("version %s loaded\n", NFB_VERSION);
+	return 0;
+
+err_attach:
+	/* Namespaces first: the notifier removes hooks of vanishing devices. */
+	unregister_pernet_subsys(&nfb_net_ops);
+	nfb_attach_fini();
+	goto err_xmit;
+err_pernet:
+	unregister_pernet_subsys(&nfb_net_ops);
+err_xmit:
+	nfb_xmit_fini();
+	return err;
+}
+
+static void __exit nf_flow_bulk_exit(void)
+{
+	nfb_genl_fini();
+	/* Namespaces first: the notifier removes hooks of vanishing devices. */
+	unregister_pernet_subsys(&nfb_net_ops);
+	nfb_attach_fini();
+	nfb_xmit_fini();
+	nfb_fastpath_fini();
+	rcu_barrier();	/* kfree_rcu() of hooks */
+	pr_info("unloaded\n");
+}
+
+module_init(nf_flow_bulk_init);
+module_exit(nf_flow_bulk_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("nf_flow_bulk authors");
+MODULE_DESCRIPTION("Bulk forwarding of nftables flowtable hits");
+MODULE_VERSION(NFB_VERSION);
+MODULE_ALIAS_GENL_FAMILY(NFB_GENL_NAME);

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nf_flow_bulk: definitions shared by the module's source files.
+ */
+#ifndef _NFB_H
+#define _NFB_H
+
+#include <linux/in6.h>
+#include <linux/list.h>
+#include <linux/netdevice.h>
+#include <linux/netfilter.h>
+#include <linux/percpu.h>
+#include <linux/skbuff.h>
+#include <linux/workqueue.h>
+#include <net/net_namespace.h>
+#include <net/netfilter/nf_tables.h>
+
+#include "nf_flow_bulk.h"
+
+/* Default and upper bound of the bulk-size cap (sysctl nf_flow_bulk_max). */
+#define NFB_BULK_DEFAULT	64
+#define NFB_BULK_LIMIT		256
+
+/* Per-CPU queue length at which the hook drains the queue inline. */
+#define NFB_QUEUE_FLUSH		1024
+
+/*
+ * Per-CPU statistics of one network namespace. Each CPU writes only its own
+ * copy, with BH disabled; readers sum or print them without locking, like
+ * /proc/net/stat/nf_flowtable.
+ */
+struct nfb_stats {
+	u64	packets;
+	u64	bulks;
+	u64	hist[NFB_HIST_BUCKETS];
+	u64	decline[__NFB_DECLINE_MAX];
+	u64	fallback[__NFB_FALLBACK_MAX];
+	u64	drop[__NFB_DROP_MAX];
+	/*
+	 * Packets queued and not yet transmitted or freed. Incremented by the
+	 * CPU that queues, decremented by the CPU that runs the NAPI poll
+	 * (the same one unless the CPU went offline): only the sum over all
+	 * CPUs is meaningful. Namespace exit waits for it to reach zero
+	 * before freeing this memory.
+	 */
+	long	inflight;
+};
+
+/* Per-netns state. */
+struct nfb_net {
+	struct net			*net;
+	struct nfb_stats __percpu	*stats;
+	struct ctl_table_header		*sysctl;
+	int				enable;
+	int				bulk_max;
+	struct list_head		attachments;	/* under RTNL */
+	struct delayed_work		rescan_work;
+	unsigned long			rescan_next;	/* jiffies */
+	bool				exiting;
+};
+
+/* One attached flowtable, identified by what the user gave. Under RTNL. */
+struct nfb_attach {
+	struct list_head	list;
+	struct nfb_net		*nn;
+	u32			family;
+	char			table[NFT_TABLE_MAXNAMELEN];
+	char			name[NFT_NAME_MAXLEN];
+	int			priority;	/* last seen flowtable priority */
+	bool			unsettled;	/* hooks pending removal */
+	struct list_head	hooks;		/* struct nfb_hook */
+};
+
+/*
+ * One ingress hook on one flowtable device. Hook function priv. Read by
+ * the datapath under RCU; freed with kfree_rcu() after unregistration.
+ */
+struct nfb_hook {
+	struct list_head	list;		/* under RTNL */
+	struct nf_hook_ops	ops;
+	struct nfb_attach	*attach;	/* control path only */
+	struct nfb_net		*nn;
+	struct net_device	*dev;		/* valid until NETDEV_UNREGISTER */
+	int			ft_priority;
+	unsigned int		missing;	/* rescans not finding it */
+	/*
+	 * The stock flowtable hook's priv seen at (re)scan time. Compared
+	 * with the entry that follows ours, never dereferenced on its own.
+	 */
+	const void		*ft_cookie;
+	struct rcu_head		rcu;
+};
+
+/* What transmit needs, copied into skb->cb by the hook. */
+struct nfb_cb {
+	union {
+		__be32		v4;
+		struct in6_addr	v6;
+	} nexthop;
+	struct net_device	*dev;		/* held with dev_hold() */
+	struct nfb_net		*nn;		/* kept alive by inflight */
+	u32			flow_hash;
+	u16			bulk_max;
+	u8			dsfield;	/* DSCP, ECN bits cleared */
+};
+
+#define NFB_CB(skb)	((struct nfb_cb *)(skb)->cb)
+
+static inline void nfb_count_decline(struct nfb_net *nn,
+				     enum nfb_decline_reason r)
+{
+	this_cpu_inc(nn->stats->decline[r]);
+}
+
+static inline void nfb_count_fallback(struct nfb_net *nn,
+				      enum nfb_fallback_reason r)
+{
+	this_cpu_inc(nn->stats->fallback[r]);
+}
+
+static inline void nfb_count_drop(struct nfb_net *nn, enum nfb_drop_reason r)
+{
+	this_cpu_inc(nn->stats->drop[r]);
+}
+
+/* main.c */
+struct nfb_net *nfb_pernet(const struct net *net);
+
+/* attach.c */
+int nfb_attach(struct net *net, u32 family, const char *table,
+	       const char *name, struct netlink_ext_ack *extack);
+int nfb_detach(struct net *net, u32 family, const char *table,
+	       const char *name, struct netlink_ext_ack *extack);
+void nfb_detach_all(struct nfb_net *nn);
+void nfb_rescan_all(struct nfb_net *nn);
+void nfb_rescan_work(struct work_struct *work);
+void nfb_rescan_request(struct nfb_net *nn);
+int nfb_attach_init(void);
+void nfb_attach_fini(void);
+
+/* fastpath.c */
+unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
+			 const struct nf_hook_state *state);
+bool nfb_is_flowtable_hook(nf_hookfn *fn);
+void nfb_learn_inet_hook(nf_hookfn *fn, const void *priv);
+void nfb_fastpath_fini(void);
+
+/* xmit.c */
+void nfb_enqueue(struct sk_buff *skb);
+int nfb_xmit_init(void);
+void nfb_xmit_fini(void);
+void nfb_wait_inflight(struct nfb_net *nn);
+
+/* netlink.c */
+int nfb_genl_init(void);
+void nfb_genl_fini(void);
+
+#endif /* _NFB_H */

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * nf_flow_bulk: generic netlink interface between the kernel module and
+ * userspace (the flowbulk tool).
+ *
+ * Family name NFB_GENL_NAME, version NFB_GENL_VERSION. Every command needs
+ * CAP_NET_ADMIN in the user namespace of the caller's network namespace and
+ * acts on that network namespace only.
+ *
+ * Enums are append-only: userspace must print unknown reasons as numbers.
+ */
+#ifndef _UAPI_LINUX_NF_FLOW_BULK_H
+#define _UAPI_LINUX_NF_FLOW_BULK_H
+
+#define NFB_GENL_NAME		"nf_flow_bulk"
+#define NFB_GENL_VERSION	1
+
+enum nfb_cmd {
+	NFB_CMD_UNSPEC,
+	NFB_CMD_ATTACH,		/* do: FAMILY, TABLE, FLOWTABLE */
+	NFB_CMD_DETACH,		/* do: FAMILY, TABLE, FLOWTABLE */
+	NFB_CMD_GET_ATTACH,	/* dump: one message per attachment */
+	NFB_CMD_GET_STATS,	/* dump: one message per possible CPU */
+	NFB_CMD_RESET_STATS,	/* do: zero every CPU's counters */
+	__NFB_CMD_MAX,
+};
+
+#define NFB_CMD_MAX (__NFB_CMD_MAX - 1)
+
+enum nfb_attr {
+	NFB_A_UNSPEC,
+	NFB_A_FAMILY,		/* u32: NFPROTO_INET, NFPROTO_IPV4, NFPROTO_IPV6 */
+	NFB_A_TABLE,		/* string, nft table name */
+	NFB_A_FLOWTABLE,	/* string, nft flowtable name */
+	NFB_A_PRIORITY,		/* s32: the flowtable's hook priority (reply) */
+	NFB_A_HOOK_PRIORITY,	/* s32: the module's hook priority (reply) */
+	NFB_A_DEVICES,		/* nest of NFB_A_DEVICE (reply) */
+	NFB_A_DEVICE,		/* nest of enum nfb_dev_attr */
+	NFB_A_STATS,		/* nest of enum nfb_stats_attr (reply) */
+	NFB_A_PAD,
+	__NFB_A_MAX,
+};
+
+#define NFB_A_MAX (__NFB_A_MAX - 1)
+
+enum nfb_dev_attr {
+	NFB_DEV_A_UNSPEC,
+	NFB_DEV_A_IFINDEX,	/* u32 */
+	NFB_DEV_A_IFNAME,	/* string */
+	__NFB_DEV_A_MAX,
+};
+
+#define NFB_DEV_A_MAX (__NFB_DEV_A_MAX - 1)
+
+/*
+ * Statistics of one CPU. The nested per-reason and per-bucket attributes
+ * carry a u64 each; their attribute type is the enum value plus one.
+ */
+enum nfb_stats_attr {
+	NFB_STATS_A_UNSPEC,
+	NFB_STATS_A_CPU,	/* u32 */
+	NFB_STATS_A_PACKETS,	/* u64: packets taken by the fast path */
+	NFB_STATS_A_BULKS,	/* u64: bulks transmitted */
+	NFB_STATS_A_HIST,	/* nest: bulk-size histogram, enum nfb_hist */
+	NFB_STATS_A_DECLINE,	/* nest: packets left to the stock path */
+	NFB_STATS_A_FALLBACK,	/* nest: packets sent one by one */
+	NFB_STATS_A_DROP,	/* nest: packets dropped */
+	NFB_STATS_A_PAD,
+	__NFB_STATS_A_MAX,
+};
+
+#define NFB_STATS_A_MAX (__NFB_STATS_A_MAX - 1)
+
+/* Bulk-size histogram buckets: bucket i counts bulks of 2^i .. 2^(i+1)-1. */
+#define NFB_HIST_BUCKETS	8	/* 1, 2-3, 4-7, ..., 64-127, 128+ */
+
+/* Why a packet was left to the stock flowtable / normal stack. */
+enum nfb_decline_reason {
+	NFB_DECLINE_DISABLED,	/* sysctl nf_flow_bulk_enable = 0 */
+	NFB_DECLINE_NOT_IP,	/* not IPv4/IPv6 (or unsupported encap) */
+	NFB_DECLINE_HEADER,	/* short or malformed header */
+	NFB_DECLINE_NO_FLOWTABLE, /* flowtable hook not found on device */
+	NFB_DECLINE_MISS,	/* no flow entry */
+	NFB_DECLINE_FRAG,	/* fragment */
+	NFB_DECLINE_OPTIONS,	/* IPv4 options / IPv6 ext headers */
+	NFB_DECLINE_TTL,	/* TTL or hop limit <= 1 */
+	NFB_DECLINE_MTU,	/* larger than the egress MTU */
+	NFB_DECLINE_TCP_FLAGS,	/* FIN or RST: flow torn down */
+	NFB_DECLINE_DST_STALE,	/* cached route is no longer valid */
+	NFB_DECLINE_HW_OFFLOAD,	/* flow is offloaded to hardware */
+	NFB_DECLINE_XMIT_TYPE,	/* direct, XFRM or other xmit type */
+	NFB_DECLINE_ENCAP,	/* VLAN / PPPoE / tunnel not handled */
+	NFB_DECLINE_UNWRITABLE,	/* could not make the header writable */
+	NFB_DECLINE_DYING,	/* flow is being torn down */
+	NFB_DECLINE_L4PROTO,	/* neither TCP nor UDP */
+	NFB_DECLINE_SHARED,	/* skb shared with another owner */
+	__NFB_DECLINE_MAX,
+};
+
+/* Why a taken packet was transmitted one by one instead of in a list. */
+enum nfb_fallback_reason {
+	NFB_FALLBACK_QDISC,	/* egress device has a qdisc */
+	NFB_FALLBACK_EGRESS_HOOK, /* tc or nft egress hook on the device */
+	NFB_FALLBACK_NEIGH,	/* neighbour not connected: neigh_xmit */
+	NFB_FALLBACK_HEADROOM,	/* not enough headroom for the L2 header */
+	NFB_FALLBACK_BUSY,	/* txq stopped or locked by this CPU */
+	__NFB_FALLBACK_MAX,
+};
+
+/* Why a taken packet was dropped. */
+enum nfb_drop_reason {
+	NFB_DROP_DEV_DOWN,	/* egress device down or gone */
+	NFB_DROP_NO_NEIGH,	/* no neighbour entry could be made */
+	NFB_DROP_VALIDATE,	/* validate_xmit_skb_list() refused it */
+	NFB_DROP_XMIT,		/* driver refused it */
+	NFB_DROP_QUEUE_FULL,	/* per-CPU queue overflow */
+	NFB_DROP_NOMEM,		/* allocation failure */
+	__NFB_DROP_MAX,
+};
+
+#endif /* _UAPI_LINUX_NF_FLOW_BULK_H */

@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nf_flow_bulk: per-CPU queue, NAPI poll and bulk transmit.
+ *
+ * The hook appends taken packets to its CPU's queue and schedules that CPU's
+ * NAPI instance (one per CPU, on a dummy netdev: the gro_cells pattern). The
+ * poll runs later in the same or the next net_rx_action round, so a queued
+ * packet carries no RCU-only pointer: skb->cb holds a referenced output
+ * device, the next hop by value and the netns state, which namespace exit
+ * keeps alive until the in-flight count drops to zero.
+ *
+ * Per-CPU rules: the queue and the counters of a CPU are touched only by
+ * that CPU, with BH disabled (softirq, or local_bh_disable() in the hook),
+ * so no lock is needed. Only the in-flight count may be decremented by
+ * another CPU (when a CPU goes offline its NAPI moves), hence only its sum
+ * is used.
+ */
+#include <linux/if_ether.h>
+#include <linux/log2.h>
+#include <linux/netdevice.h>
+#include <net/arp.h>
+#include <net/ipv6.h>
+#include <net/ndisc.h>
+#include <net/neighbour.h>
+#include <net/sch_generic.h>
+
+#include "nfb.h"
+
+/* Bulks being filled at the same time during one drain. */
+#define NFB_OPEN_BULKS	4
+
+struct nfb_cpu {
+	struct sk_buff_head	queue;
+	struct napi_struct	napi;
+};
+
+struct nfb_bulk {
+	struct sk_buff		*head;
+	struct sk_buff		*tail;
+	struct net_device	*dev;
+	struct nfb_net		*nn;
+	u64			flows;		/* bloom of flow_hash & 63 */
+	unsigned int		count;
+	unsigned int		max;
+	u16			txq;
+	__be16			proto;
+	u8			dsfield;
+};
+
+static struct nfb_cpu __percpu *nfb_cpus;
+static struct net_device *nfb_napi_dev;
+
+static void nfb_free_skb(struct sk_buff *skb, enum nfb_drop_reason r)
+{
+	struct nfb_net *nn = NFB_CB(skb)->nn;
+
+	nfb_count_drop(nn, r);
+	dev_put(NFB_CB(skb)->dev);
+	kfree_skb(skb);
+	this_cpu_dec(nn->stats->inflight);
+}
+
+static u16 nfb_pick_txq(struct net_device *dev, struct sk_buff *skb)
+{
+	const struct net_device_ops *ops = dev->netdev_ops;
+	int q = 0;
+
+	if (dev->real_num_tx_queues != 1) {
+		if (ops->ndo_select_queue)
+			q = ops->ndo_select_queue(dev, skb, NULL);
+		else
+			q = netdev_pick_tx(dev, skb, NULL);
+		q = netdev_cap_txqueue(dev, q);
+	}
+	skb_set_queue_mapping(skb, q);
+	return q;
+}
+
+static struct neighbour *nfb_neigh(struct net_device *dev, __be16 proto,
+				   const struct nfb_cb *cb)
+{
+	if (proto == htons(ETH_P_IP))
+		return __ipv4_neigh_lookup_noref(dev, (__force u32)cb->nexthop.v4);
+	return __ipv6_neigh_lookup_noref(dev, &cb->nexthop.v6);
+}
+
+/* Push the L2 header; the skb's data starts at its network header. */
+static int nfb_push_l2(struct sk_buff *skb, struct net_device *dev,
+		       const u8 *ha, unsigned int hh_len)
+{
+	__skb_pull(skb, skb_network_offset(skb));
+	if (unlikely(skb_headroom(skb) < hh_len) && skb_cow_head(skb, hh_len))
+		return -ENOMEM;
+	if (dev_hard_header(skb, dev, ntohs(skb->protocol), ha, NULL,
+			    skb->len) < 0)
+		return -EINVAL;
+	skb_reset_mac_header(skb);
+	skb->dev = dev;
+	return 0;
+}
+
+/* Slow neighbour: exactly what the stock flowtable does, per packet. */
+static void nfb_neigh_xmit(struct sk_buff *skb, struct net_device *dev,
+			   __be16 proto)
+{
+	struct nfb_cb cb = *NFB_CB(skb);
+
+	memset(skb->cb, 0, sizeof(skb->cb));
+	skb->dev = dev;
+	nfb_count_fallback(cb.nn, NFB_FALLBACK_NEIGH);
+	if (proto == htons(ETH_P_IP))
+		neigh_xmit(NEIGH_ARP_TABLE, dev, &cb.nexthop.v4, skb);
+	else
+		neigh_xmit(NEIGH_ND_TABLE, dev, &cb.nexthop.v6, skb);
+	dev_put(dev);
+	this_cpu_dec(cb.nn->stats->inflight);
+}
+
+/* One packet through the full stack: qdisc, egress hooks, busy txq. */
+static void nfb_queue_xmit(struct sk_buff *skb, struct net_device *dev,
+			   enum nfb_fallback_reason r)
+{
+	struct nfb_net *nn = NFB_CB(skb)->nn;
+
+	memset(skb->cb, 0, sizeof(skb->cb));
+	nfb_count_fallback(nn, r);
+	dev_queue_xmit(skb);
+	dev_put(dev);
+	this_cpu_dec(nn->stats->inflight);
+}
+
+/*
+ * Hand a validated list to the driver under one txq lock, xmit_more on all
+ * but the last, taps as dev_hard_start_xmit() feeds them. Returns what the
+ * driver did not take. Caller holds the txq lock.
+ */
+static struct sk_buff *nfb_start_xmit_list(struct sk_buff *skb,
+					   struct net_device *dev,
+					   struct netdev_queue *txq)
+{
+	bool nit = dev_nit_active(dev);
+
+	while (skb) {
+		struct sk_buff *next = skb->next;
+		netdev_tx_t rc;
+
+		skb_mark_not_on_list(skb);
+		if (nit)
+			dev_queue_xmit_nit(skb, dev);
+		rc = netdev_start_xmit(skb, dev, txq, next);
+		if (unlikely(!dev_xmit_complete(rc))) {
+			skb->next = next;
+			return skb;
+		}
+		skb = next;
+		if (skb && netif_tx_queue_stopped(txq))
+			return skb;
+	}
+	return NULL;
+}
+
+static unsigned int nfb_hist_bucket(unsigned int n)
+{
+	return min_t(unsigned int, ilog2(n), NFB_HIST_BUCKETS - 1);
+}
+
+static void nfb_xmit_bulk(struct nfb_bulk *b)
+{
+	struct net_device *dev = b->dev;
+	struct nfb_net *nn = b->nn;
+	unsigned int hh_len, i, n = 0;
+	struct sk_buff *skb, *next;
+	struct netdev_queue *txq;
+	u8 ha[MAX_ADDR_LEN];
+	struct neighbour *neigh;
+	enum nfb_fallback_reason r;
+	struct sk_buff *list = NULL, **tail = &list;
+	bool again = false;
+	int cpu;
+
+	b->tail->next = NULL;
+	skb = b->head;
+
+	if (unlikely(!netif_running(dev))) {
+		for (; skb; skb = next) {
+			next = skb->next;
+			skb_mark_not_on_list(skb);
+			nfb_free_skb(skb, NFB_DROP_DEV_DOWN);
+		}
+		return;
+	}
+
+	/*
+	 * As neigh_resolve_output(): a connected entry is used as is; a valid
+	 * but unconfirmed one (stale, delay, probe) is used too, once
+	 * neigh_event_send() has run its state machine (stale -> delay);
+	 * anything else takes the per-packet neigh_xmit() path, which queues
+	 * the packet while the address is resolved.
+	 */
+	neigh = nfb_neigh(dev, b->proto, NFB_CB(skb));
+	if (!neigh || (!(READ_ONCE(neigh->nud_state) & NUD_CONNECTED) &&
+		       (!(READ_ONCE(neigh->nud_state) & NUD_VALID) ||
+			neigh_event_send(neigh, NULL)))) {
+		for (; skb; skb = next) {
+			next = skb->next;
+			skb_mark_not_on_list(skb);
+			nfb_neigh_xmit(skb, dev, b->proto);
+		}
+		return;
+	}
+	neigh_ha_snapshot(ha, neigh, dev);
+	hh_len = LL_RESERVED_SPACE(dev);
+
+	txq = netdev_get_tx_queue(dev, b->txq);
+	cpu = smp_processor_id();
+	if (rcu_dereference_bh(txq->qdisc)->enqueue)
+		r = NFB_FALLBACK_QDISC;
+	else if (nfb_dev_has_egress_hooks(dev))
+		r = NFB_FALLBACK_EGRESS_HOOK;
+	else if (READ_ONCE(txq->xmit_lock_owner) == cpu ||
+		 dev_xmit_recursion())
+		r = NFB_FALLBACK_BUSY;
+	else
+		r = __NFB_FALLBACK_MAX;
+
+	for (; skb; skb = next) {
+		next = skb->next;
+		skb_mark_not_on_list(skb);
+		if (unlikely(nfb_push_l2(skb, dev, ha, hh_len))) {
+			nfb_free_skb(skb, NFB_DROP_NOMEM);
+			continue;
+		}
+		if (r != __NFB_FALLBACK_MAX) {
+			nfb_queue_xmit(skb, dev, r);
+			continue;
+		}
+		memset(skb->cb, 0, sizeof(skb->cb));
+		*tail = skb;
+		tail = &skb->next;
+		n++;
+	}
+	if (!n)
+		return;
+
+	/* The list path: dev, nn and n references are ours until the end. */
+	this_cpu_inc(nn->stats->bulks);
+	this_cpu_inc(nn->stats->hist[nfb_hist_bucket(n)]);
+
+	skb = validate_xmit_skb_list(list, dev, &again);
+	if (unlikely(!skb)) {
+		this_cpu_add(nn->stats->drop[NFB_DROP_VALIDATE], n);
+		goto out;
+	}
+
+	HARD_TX_LOCK(dev, txq, cpu);
+	if (!netif_xmit_frozen_or_stopped(txq)) {
+		dev_xmit_recursion_inc();
+		skb = nfb_start_xmit_list(skb, dev, txq);
+		dev_xmit_recursion_dec();
+	}
+	HARD_TX_UNLOCK(dev, txq);
+
+	/* What the device refused: a noqueue device cannot hold it. */
+	for (; skb; skb = next) {
+		next = skb->next;
+		skb_mark_not_on_list(skb);
+		this_cpu_inc(nn->stats->drop[NFB_DROP_XMIT]);
+		dev_core_stats_tx_dropped_inc(dev);
+		kfree_skb(skb);
+	}
+out:
+	for (i = 0; i < n; i++)
+		dev_put(dev);
+	this_cpu_sub(nn->stats->inflight, n);
+}
+
+static bool nfb_key_match(const struct nfb_bulk *b, const struct sk_buff *skb,
+			  u16 txq)
+{
+	const struct nfb_cb *cb = NFB_CB(skb);
+
+	if (b->dev != cb->dev || b->proto != skb->protocol ||
+	    b->txq != txq || b->dsfield != cb->dsfield)
+		return false;
+	if (skb->protocol == htons(ETH_P_IP))
+		return NFB_CB(b->head)->nexthop.v4 == cb->nexthop.v4;
+	return ipv6_addr_equal(&NFB_CB(b->head)->nexthop.v6, &cb->nexthop.v6);
+}
+
+/*
+ * Group the packets taken since the last poll into bulks, in arrival order.
+ * A packet joins an open bulk with the same key; per-flow order holds
+ * because a flow is never in two open bulks at once (a bloom of the flows
+ * of each bulk; on a hit in another bulk every open bulk is sent first).
+ */
+static int nfb_drain(struct nfb_cpu *c, int budget)
+{
+	struct nfb_bulk open[NFB_OPEN_BULKS];
+	struct sk_buff_head todo;
+	struct sk_buff *skb;
+	int nopen = 0, work = 0, i, j;
+
+	__skb_queue_head_init(&todo);
+	while (work < budget && (skb = __skb_dequeue(&c->queue))) {
+		__skb_queue_tail(&todo, skb);
+		work++;
+	}
+
+	while ((skb = __skb_dequeue(&todo))) {
+		const struct nfb_cb *cb = NFB_CB(skb);
+		u64 bit = 1ULL << (cb->flow_hash & 63);
+		u16 txq = nfb_pick_txq(cb->dev, skb);
+		struct nfb_bulk *b = NULL;
+
+		for (i = 0; i < nopen; i++) {
+			if (nfb_key_match(&open[i], skb, txq)) {
+				b = &open[i];
+				break;
+			}
+		}
+		for (j = 0; j < nopen; j++) {
+			if (&open[j] != b && (open[j].flows & bit)) {
+				for (i = 0; i < nopen; i++)
+					nfb_xmit_bulk(&open[i]);
+				nopen = 0;
+				b = NULL;
+				break;
+			}
+		}
+		if (!b) {
+			if (nopen == NFB_OPEN_BULKS) {
+				nfb_xmit_bulk(&open[0]);
+				memmove(&open[0], &open[1],
+					sizeof(open[0]) * --nopen);
+			}
+			b = &open[nopen++];
+			b->head = skb;
+			b->tail = skb;
+			b->dev = cb->dev;
+			b->nn = cb->nn;
+			b->flows = 0;
+			b->count = 0;
+			b->max = cb->bulk_max;
+			b->txq = txq;
+			b->proto = skb->protocol;
+			b->dsfield = cb->dsfield;
+		} else {
+			b->tail->next = skb;
+			b->tail = skb;
+		}
+		b->flows |= bit;
+		if (++b->count >= b->max) {
+			i = b - open;
+			nfb_xmit_bulk(b);
+			memmove(&open[i], &open[i + 1],
+				sizeof(open[0]) * (--nopen - i));
+		}
+	}
+	for (i = 0; i < nopen; i++)
+		nfb_xmit_bulk(&open[i]);
+
+	return work;
+}
+
+static int nfb_poll(struct napi_struct *napi, int budget)
+{
+	struct nfb_cpu *c = container_of(napi, struct nfb_cpu, napi);
+	int work;
+
+	work = nfb_drain(c, budget);
+	if (work < budget)
+		napi_complete_done(napi, work);
+	return work;
+}
+
+/* Called by the hook with the packet prepared; takes ownership. */
+void nfb_enqueue(struct sk_buff *skb)
+{
+	struct nfb_cpu *c;
+
+	/* The hook may run in process context (netif_receive_skb() callers). */
+	local_bh_disable();
+	c = this_cpu_ptr(nfb_cpus);
+	this_cpu_inc(NFB_CB(skb)->nn->stats->inflight);
+	__skb_queue_tail(&c->queue, skb);
+	if (skb_queue_len(&c->queue) == 1)
+		napi_schedule(&c->napi);
+	else if (unlikely(skb_queue_len(&c->queue) >= NFB_QUEUE_FLUSH))
+		nfb_drain(c, NFB_QUEUE_FLUSH);
+	local_bh_enable();
+}
+
+static long nfb_inflight(struct nfb_net *nn)
+{
+	long sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu_ptr(nn->stats, cpu)->inflight);
+	return sum;
+}
+
+/*
+ * Wait until no packet of @nn is queued any more. The caller has removed
+ * every hook of @nn and waited for an RCU grace period, so the count only
+ * goes down; each per-CPU value read is at least its current value, so a
+ * zero sum is final.
+ */
+void nfb_wait_inflight(struct nfb_net *nn)
+{
+	unsigned int i;
+
+	for (i = 0; nfb_inflight(nn) > 0; i++) {
+		if (i == 500)
+			pr_warn("netns %u: packets still queued after 10 s\n",
+				nn->net->ns.inum);
+		msleep(20);
+	}
+}
+
+int nfb_xmit_init(void)
+{
+	int cpu;
+
+	nfb_napi_dev = nfb_alloc_dummy_netdev();
+	if (!nfb_napi_dev)
+		return -ENOMEM;
+
+	nfb_cpus = alloc_percpu(struct nfb_cpu);
+	if (!nfb_cpus) {
+		nfb_free_dummy_netdev(nfb_napi_dev);
+		return -ENOMEM;
+	}
+
+	for_each_possible_cpu(cpu) {
+		struct nfb_cpu *c = per_cpu_ptr(nfb_cpus, cpu);
+
+		__skb_queue_head_init(&c->queue);
+		netif_napi_add_weight(nfb_napi_dev, &c->napi, nfb_poll,
+				      NAPI_POLL_WEIGHT);
+		napi_enable(&c->napi);
+	}
+	return 0;
+}
+
+/* Every hook is gone and every netns drained: the queues are empty. */
+void nfb_xmit_fini(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct nfb_cpu *c = per_cpu_ptr(nfb_cpus, cpu);
+
+		napi_disable(&c->napi);
+		WARN_ON_ONCE(!skb_queue_empty(&c->queue));
+		netif_napi_del(&c->napi);
+	}
+	synchronize_net();
+	free_percpu(nfb_cpus);
+	nfb_free_dummy_netdev(nfb_napi_dev);
+}
