@@ -1,0 +1,178 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Control plane: the genl family autoloads the module, attach / list /
+# detach work per namespace, every bad request is refused with the right
+# errno and an extack message, unprivileged callers are refused, sysctls
+# reject bad values, /proc/net/stat/nf_flow_bulk has one row per CPU and
+# statistics reset.
+set -eu
+# shellcheck source=selftests/lib.sh
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=selftests/lib_fastpath.sh
+source "$(dirname "$0")/lib_fastpath.sh"
+
+nfb_require_tool ip nft python3 setpriv
+
+ret=0
+# shellcheck disable=SC2317 # called through the EXIT trap
+cleanup() {
+	cleanup_all_ns
+	if nfb_module_loaded; then nfb_unload_module; fi
+}
+trap cleanup EXIT
+
+check() {
+	local what=$1
+	shift
+	if "$@"; then
+		log_pass "$what"
+	else
+		log_fail "$what"
+		ret=1
+	fi
+}
+
+# expect_err ERRNO "extack substring" ARGS...: nfb_genl.py in $R must fail
+# with ERRNO and print the kernel's message.
+expect_err() {
+	local want=$1 msg=$2 out
+	shift 2
+	if out=$(fp_genl "$R" "$@" 2>&1); then
+		log_fail "'$*' succeeded, expected $want"
+		ret=1
+		return
+	fi
+	case "$out" in
+	*"error: $want "*"$msg"*) log_pass "'$*' refused: $out" ;;
+	*) log_fail "'$*': expected $want '$msg', got: $out"; ret=1 ;;
+	esac
+}
+
+nfb_install_module
+setup_ns R O
+ip link add r0 netns "$R" type veth peer name o0 netns "$O"
+ip link add r1 netns "$R" type veth peer name o1 netns "$O"
+for d in r0 r1; do ip -n "$R" link set "$d" up; done
+ip netns exec "$R" nft -f - <<-EOF
+table inet fp {
+	flowtable ft { hook ingress priority 0; devices = { r0, r1 }; }
+}
+table ip fp2 {
+	flowtable ft2 { hook ingress priority 10; devices = { r0 }; }
+}
+EOF
+
+# The first request loads the module through its genl family alias.
+check "empty list (module autoloaded)" \
+	test "$(fp_genl "$R" list)" = "[]"
+check "module loaded by family alias" nfb_module_loaded
+
+expect_err ENOENT "no such flowtable" attach inet fp nope
+expect_err ENOENT "no such flowtable" attach ip fp ft
+expect_err EINVAL "family must be" attach 7 fp ft
+expect_err EINVAL "empty table name" attach inet "" ft
+# Missing attribute, reply-only attribute, unknown attribute (strict policy).
+expect_err EINVAL "are required" raw 1 1:u32:1 2:str:fp
+expect_err EINVAL "" raw 1 1:u32:1 2:str:fp 3:str:ft 4:u32:5
+expect_err EINVAL "" raw 1 1:u32:1 2:str:fp 3:str:ft 99:u32:5
+# A table name longer than nft allows.
+expect_err ERANGE "" raw 1 1:u32:1 2:str:"$(printf 'x%.0s' $(seq 300))" 3:str:ft
+
+check "attach inet fp ft" fp_genl "$R" attach inet fp ft
+expect_err EEXIST "already attached" attach inet fp ft
+check "attach ip fp2 ft2 (second flowtable on r0)" fp_genl "$R" attach ip fp2 ft2
+
+list=$(fp_genl "$R" list)
+check "list shows both attachments with devices and priorities" python3 -c '
+import json, sys
+a = {x["table"]: x for x in json.loads(sys.argv[1])}
+assert sorted(a["fp"]["devices"]) == ["r0", "r1"], a
+assert a["fp"]["priority"] == 0 and a["fp"]["hook_priority"] == -1, a
+assert a["fp2"]["devices"] == ["r0"] and a["fp2"]["family"] == 2, a
+assert a["fp2"]["priority"] == 10 and a["fp2"]["hook_priority"] == 9, a
+' "$list"
+
+# Another namespace sees neither the flowtables nor the attachments.
+check "other netns: empty list" test "$(fp_genl "$O" list)" = "[]"
+if out=$(fp_genl "$O" attach inet fp ft 2>&1); then
+	log_fail "attach from another netns succeeded"
+	ret=1
+else
+	log_pass "attach from another netns refused: $out"
+fi
+
+# Unprivileged callers are refused on every command.
+for cmd in list stats reset "attach inet fp ft" "detach inet fp ft"; do
+	# shellcheck disable=SC2086 # word splitting of $cmd is intended
+	if out=$(ip netns exec "$R" setpriv --reuid=65534 --regid=65534 \
+		--clear-groups --inh-caps=-all python3 "${FP_GENL[@]}" $cmd 2>&1); then
+		log_fail "unprivileged '$cmd' succeeded"
+		ret=1
+	else
+		case "$out" in
+		*EPERM*) log_pass "unprivileged '$cmd' refused with EPERM" ;;
+		*) log_fail "unprivileged '$cmd': $out"; ret=1 ;;
+		esac
+	fi
+done
+
+check "detach ip fp2 ft2" fp_genl "$R" detach ip fp2 ft2
+expect_err ENOENT "not attached" detach ip fp2 ft2
+
+# Sysctls: per netns, range-checked.
+sc() { ip netns exec "$R" sysctl -qw "net.netfilter.$1" 2>/dev/null; }
+check "nf_flow_bulk_enable=0 accepted" sc nf_flow_bulk_enable=0
+check "nf_flow_bulk_enable=1 accepted" sc nf_flow_bulk_enable=1
+check "nf_flow_bulk_enable=2 refused" eval '! sc nf_flow_bulk_enable=2'
+check "nf_flow_bulk_max=0 refused" eval '! sc nf_flow_bulk_max=0'
+check "nf_flow_bulk_max=257 refused" eval '! sc nf_flow_bulk_max=257'
+check "nf_flow_bulk_max=-1 refused" eval '! sc nf_flow_bulk_max=-1'
+check "nf_flow_bulk_max=32 accepted" sc nf_flow_bulk_max=32
+check "nf_flow_bulk_max reads back 32" \
+	test "$(ip netns exec "$R" sysctl -n net.netfilter.nf_flow_bulk_max)" = 32
+check "other netns keeps its default" \
+	test "$(ip netns exec "$O" sysctl -n net.netfilter.nf_flow_bulk_max)" = 64
+
+# /proc/net/stat/nf_flow_bulk: a header and one row per possible CPU.
+possible=$(python3 -c '
+s = open("/sys/devices/system/cpu/possible").read().strip()
+n = 0
+for part in s.split(","):
+    a, _, b = part.partition("-")
+    n += int(b or a) - int(a) + 1
+print(n)')
+rows=$(ip netns exec "$R" cat /proc/net/stat/nf_flow_bulk | wc -l)
+check "/proc/net/stat/nf_flow_bulk: header + $possible rows" \
+	test "$rows" -eq $((possible + 1))
+check "/proc header names packets first" eval \
+	"ip netns exec '$R' head -n1 /proc/net/stat/nf_flow_bulk | grep -q '^packets  bulks '"
+cpus=$(fp_genl "$R" stats | python3 -c \
+	'import json,sys; print(len(json.load(sys.stdin)["cpus"]))')
+check "GET_STATS dumps one message per possible CPU ($cpus)" \
+	test "$cpus" -eq "$possible"
+
+# Packets on an attached device with the module disabled are counted as
+# declined, then a reset zeroes the counters.
+sc nf_flow_bulk_enable=0
+ip -n "$O" link set o0 up
+ip -n "$O" addr add 192.0.2.2/24 dev o0
+ip -n "$R" addr add 192.0.2.1/24 dev r0
+busywait 30000 ip netns exec "$O" ping -c1 -W1 -q 192.0.2.1 >/dev/null
+check "disabled: packets counted as declined" \
+	test "$(fp_stat "$R" 't["decline"]["disabled"]')" -gt 0
+ip -n "$O" link set o0 down
+check "reset stats" fp_genl "$R" reset
+check "counters zero after reset" \
+	test "$(fp_stat "$R" 'sum(t["decline"].values()) + t["packets"]')" -eq 0
+sc nf_flow_bulk_enable=1
+
+check "detach inet fp ft" fp_genl "$R" detach inet fp ft
+check "list empty after detach" test "$(fp_genl "$R" list)" = "[]"
+
+# Attachments go away with their namespace.
+check "re-attach before namespace deletion" fp_genl "$R" attach inet fp ft
+cleanup_all_ns
+nfb_unload_module
+check "module unloads" eval '! nfb_module_loaded'
+exit "$ret"

@@ -1,0 +1,111 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Faults under traffic (a bidirectional UDP stream through the module):
+#   - the flowtable is deleted and re-created at another priority: the
+#     module's hook follows it (priority - 1) and takes packets again;
+#   - the module is unloaded and reloaded;
+#   - a flowtable device is deleted;
+#   - the router's namespace is deleted.
+# Then no WARN/BUG (checked by the runner) and no leaked device reference:
+# the deleted devices' peers go away, which waits for every reference.
+set -eu
+# shellcheck source=selftests/lib.sh
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=selftests/lib_fastpath.sh
+source "$(dirname "$0")/lib_fastpath.sh"
+
+nfb_require_tool ip nft python3 ss
+
+ret=0
+# shellcheck disable=SC2317 # called through the EXIT trap
+cleanup() {
+	fp_flood_stop
+	cleanup_all_ns
+	if nfb_module_loaded; then nfb_unload_module; fi
+}
+trap cleanup EXIT
+
+check() {
+	local what=$1
+	shift
+	if "$@"; then
+		log_pass "$what"
+	else
+		log_fail "$what"
+		ret=1
+	fi
+}
+
+# shellcheck disable=SC2317 # called through busywait
+attached_at() {
+	fp_genl "$R" list | python3 -c '
+import json, sys
+a = json.load(sys.stdin)
+ok = len(a) == 1 and a[0]["priority"] == int(sys.argv[1]) and \
+     a[0]["hook_priority"] == int(sys.argv[1]) - 1 and \
+     sorted(a[0]["devices"]) == sys.argv[2:]
+if not ok:
+    print("INFO: attachments:", a, file=sys.stderr)
+sys.exit(0 if ok else 1)' "$@"
+}
+
+# shellcheck disable=SC2317 # called through busywait
+gone() {
+	! ip -n "$1" link show "$2" >/dev/null 2>&1
+}
+
+nfb_load_module
+fp_topology
+fp_ruleset 0 0
+fp_genl "$R" attach inet fp ft
+fp_echo_start 7000
+fp_flood_start 10.0.2.1 7000
+check "traffic taken by the module" fp_taken_grows 100
+
+# Flowtable deleted and re-created at priority -100.
+ip netns exec "$R" nft delete table inet fp
+check "flowtable deleted: attachment kept" attached_at 0 r0 r1
+fp_ruleset -100 0
+check "re-created at -100: hook moved to -101" busywait 30000 attached_at -100 r0 r1
+check "re-created: traffic taken again" fp_taken_grows 100
+
+# Module unload and reload under traffic.
+check "module unloads under traffic" nfb_unload_module
+check "module gone" eval '! nfb_module_loaded'
+nfb_load_module
+fp_genl "$R" attach inet fp ft
+check "reloaded and re-attached: traffic taken" fp_taken_grows 100
+
+# Delete a flowtable device (r1 is output one way, input the other).
+ip -n "$R" link del r1
+check "device deleted: peer gone (no leaked reference)" busywait 15000 gone "$S" s0
+check "device deleted: attachment keeps r0 only" busywait 15000 attached_at -100 r0
+# The stream now dies at the router; packets still reach r0 and are declined.
+check "module still answers after device deletion" fp_genl "$R" stats >/dev/null
+
+# Put a new output device in place; the flowtable does not have it, the
+# slow path forwards.
+ip link add s0 netns "$S" type veth peer name r1 netns "$R"
+ip -n "$R" addr add 10.0.2.254/24 dev r1
+ip -n "$R" link set r1 up
+ip -n "$S" addr add 10.0.2.1/24 dev s0
+ip -n "$S" link set s0 up
+ip -n "$S" route add default via 10.0.2.254
+check "new output device: ping through the slow path" \
+	busywait 30000 ip netns exec "$C" ping -c1 -W1 -q 10.0.2.1
+
+# Namespace deletion under traffic: everything of the router goes away.
+ip netns exec "$R" nft flush ruleset
+fp_ruleset 0 0
+fp_genl "$R" detach inet fp ft
+fp_genl "$R" attach inet fp ft
+check "traffic taken before namespace deletion" fp_taken_grows 100
+ip netns del "$R"
+NS_LIST=("$C" "$S")	# R is gone: cleanup must not delete it again
+check "router namespace deleted: client's veth gone (no leaked reference)" \
+	busywait 20000 gone "$C" c0
+fp_flood_stop
+
+check "module unloads at the end" nfb_unload_module
+exit "$ret"

@@ -1,0 +1,112 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The NIC-driver path: client - router - server over virtio-net pairs joined
+# by QEMU hubs (needs tools/vm/run --nics 2), noqueue on the router's
+# output. pktgen sends the same UDP stream twice, through the stock
+# flowtable and through the module. Checks, in the same run:
+#   - the module's mean bulk size is above 1;
+#   - virtqueue kicks per packet on the output are at most half the stock
+#     flowtable's;
+#   - both runs deliver at least 95 % of what was sent (a full virtqueue
+#     on a noqueue device drops), the module at least as much as stock.
+set -eu
+# shellcheck source=selftests/lib.sh
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=selftests/lib_fastpath.sh
+source "$(dirname "$0")/lib_fastpath.sh"
+
+nfb_require_tool ip nft python3 ethtool
+if ! "$NFB_REPO/tools/vm/nic" 1 2 >/dev/null 2>&1; then
+	nfb_cannot_run "needs two virtio-net NIC pairs (tools/vm/run --nics 2)"
+fi
+modprobe pktgen 2>/dev/null || nfb_cannot_run "no pktgen module"
+
+COUNT=${NFB_VIRTIO_COUNT:-20000}
+ret=0
+# shellcheck disable=SC2317 # called through the EXIT trap
+cleanup() {
+	cleanup_all_ns
+	if nfb_module_loaded; then nfb_unload_module; fi
+}
+trap cleanup EXIT
+
+check() {
+	local what=$1
+	shift
+	if "$@"; then
+		log_pass "$what"
+	else
+		log_fail "$what"
+		ret=1
+	fi
+}
+
+nfb_load_module
+fp_topology_virtio
+ip netns exec "$R" tc qdisc replace dev r1 root noqueue
+fp_ruleset 0 0
+rmac=$(ip netns exec "$R" cat /sys/class/net/r0/address)
+
+pg() { ip netns exec "$C" sh -c "echo '$2' > /proc/net/pktgen/$1"; }
+
+# ethtool -S counter NAME of r1's queue 0: tx_queue_0_NAME on 6.1,
+# tx0_NAME since the virtio-net statistics rework (6.10).
+r1stat() {
+	ip netns exec "$R" ethtool -S r1 |
+		awk -v a="tx_queue_0_$1:" -v b="tx0_$1:" '$1 == a || $1 == b { s += $2 } END { print s + 0 }'
+}
+r1tx() { ip netns exec "$R" cat /sys/class/net/r1/statistics/tx_packets; }
+s0rx() { ip netns exec "$S" cat /sys/class/net/s0/statistics/rx_packets; }
+
+# run_pktgen: COUNT UDP packets of 128 bytes from c0; prints
+# "kicks tx_packets received".
+run_pktgen() {
+	local k0 p0 r0 k1 p1 r1
+	k0=$(r1stat kicks)
+	p0=$(r1tx)
+	r0=$(s0rx)
+	pg kpktgend_0 rem_device_all
+	pg kpktgend_0 "add_device c0"
+	for c in "count $COUNT" "pkt_size 128" "delay 0" "burst 8" \
+		"dst 10.0.2.1" "src_min 10.0.1.1" "src_max 10.0.1.1" \
+		"dst_mac $rmac" "udp_src_min 9" "udp_src_max 9" \
+		"udp_dst_min 9" "udp_dst_max 9"; do
+		pg c0 "$c"
+	done
+	pg pgctrl start
+	busywait 10000 eval "[ \$((\$(s0rx) - $r0)) -ge $((COUNT * 99 / 100)) ]" || true
+	k1=$(r1stat kicks)
+	p1=$(r1tx)
+	r1=$(s0rx)
+	echo "$((k1 - k0)) $((p1 - p0)) $((r1 - r0))"
+}
+
+# Stock flowtable first (the flow is offloaded by its second packet).
+read -r ks ps rs < <(run_pktgen)
+echo "INFO: stock: kicks $ks tx $ps received $rs of $COUNT"
+
+fp_genl "$R" attach inet fp ft
+fp_genl "$R" reset
+read -r km pm rm < <(run_pktgen)
+taken=$(fp_stat "$R" 't["packets"]')
+bulks=$(fp_stat "$R" 't["bulks"]')
+echo "INFO: module: kicks $km tx $pm received $rm of $COUNT, taken $taken in $bulks bulks"
+echo "INFO: module bulk sizes: $(fp_stat "$R" 't["hist"]')"
+
+# A full virtqueue on a noqueue device drops, with or without the module.
+check "stock run delivers ($rs of $COUNT)" test $((rs * 100)) -ge $((COUNT * 95))
+check "module run delivers ($rm of $COUNT)" test $((rm * 100)) -ge $((COUNT * 95))
+check "module delivers at least as much as stock, within 1 %" \
+	test $((rm * 100)) -ge $((rs * 99))
+check "module took the stream ($taken of $COUNT)" \
+	test $((taken * 100)) -ge $((COUNT * 99))
+check "mean bulk size above 1 ($taken / $bulks)" test "$taken" -gt "$bulks"
+check "virtio counters read (stock tx $ps, module tx $pm)" \
+	test "$ps" -gt 0 -a "$pm" -gt 0
+# kicks per packet: km/pm <= ks/ps / 2  <=>  2 * km * ps <= ks * pm
+check "kicks per packet at most half of stock ($km/$pm vs $ks/$ps)" \
+	test $((2 * km * ps)) -le $((ks * pm))
+
+fp_genl "$R" detach inet fp ft
+exit "$ret"
