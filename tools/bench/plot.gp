@@ -11,7 +11,7 @@ set ylabel "instructions per packet"
 set xtics rotate by -30 scale 0
 set yrange [0:*]
 set grid ytics
-set key top left
+set key top center horizontal
 plot dat using 2:xtic(1) title "plain forwarding", \
      '' using 3 title "stock flowtable", \
      '' using 4 title "nf\\_flow\\_bulk"
