@@ -13,6 +13,8 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=selftests/lib_flowbulk.sh
+source "$(dirname "$0")/lib_flowbulk.sh"
 
 nfb_require_tool ip nft jq modprobe
 
@@ -142,47 +144,7 @@ fb detach ip6 six f6
 detached() { ! attached ip6 six f6 20 '["veth3"]'; }
 check "detach removes the attachment" detached
 
-# stats -j against /proc/net/stat/nf_flow_bulk (hex, one row per CPU).
-proc_totals() {
-	local -a fields names sums
-	local i header=1
-	while read -r -a fields; do
-		if [ "$header" = 1 ]; then
-			names=("${fields[@]}")
-			header=0
-			continue
-		fi
-		for i in "${!fields[@]}"; do
-			sums[i]=$((${sums[i]:-0} + 16#${fields[i]}))
-		done
-	done < <(ip netns exec "$ns" cat /proc/net/stat/nf_flow_bulk)
-	for i in "${!names[@]}"; do
-		echo "${names[i]} ${sums[i]:-0}"
-	done | sort
-}
-json_totals() {
-	fb -j stats | jq -r '.stats.total |
-		"packets \(.packets)", "bulks \(.bulks)",
-		(.decline[] | "decline_\(.reason) \(.packets)"),
-		(.fallbacks[] | "fallback_\(.reason) \(.packets)"),
-		(.drops[] | "drop_\(.reason) \(.packets)"),
-		(.histogram[] | "bulk\(.min) \(.bulks)")' | sort
-}
-# Stray packets (IPv6 neighbour discovery, late ACKs) can move a counter
-# between the two reads: compare a /proc read framed by two equal JSON reads.
-stats_agree_once() {
-	local before proc after
-	before=$(json_totals)
-	proc=$(proc_totals)
-	after=$(json_totals)
-	[ "$before" = "$after" ] && [ "$proc" = "$after" ]
-}
-stats_agree() {
-	busywait 10000 stats_agree_once && return 0
-	diff <(proc_totals) <(json_totals)
-	return 1
-}
-check "stats -j totals equal /proc/net/stat/nf_flow_bulk" stats_agree
+check "stats -j totals equal /proc/net/stat/nf_flow_bulk" nfb_stats_agree "$ns"
 
 monitor_samples() {
 	fb -j monitor interval 0.2 count 2 | jq -s -e 'length == 2 and
