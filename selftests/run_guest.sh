@@ -26,6 +26,33 @@ fi
 timeout=$(sed -n 's/^timeout=//p' "$here/settings")
 kernel_trouble='BUG:|WARNING:|Oops|KASAN|refcount_t:|unregister_netdevice: waiting'
 
+# QEMU's multi-threaded TCG can let a vCPU run a stale translation of code
+# another vCPU has just patched: when a static key flips (netfilter hooks
+# registered or removed, as namespaces and modules come and go) while
+# traffic runs, the guest now and then dies of "Oops: int3" at an NF_HOOK
+# site (seen in ip_rcv and ip_local_deliver on 6.12, never in our code).
+# Hooks held in the initial namespace for the whole run keep the netfilter
+# and tc static keys from ever going back to zero, so those sites are
+# patched once, here, before any traffic.
+keep_static_keys() {
+	nft -f - <<-'EOF'
+	table inet nfb_selftests_keepalive {
+		chain keep_prerouting { type filter hook prerouting priority 0; }
+		chain keep_input { type filter hook input priority 0; }
+		chain keep_forward { type filter hook forward priority 0; }
+		chain keep_output { type filter hook output priority 0; }
+		chain keep_postrouting { type filter hook postrouting priority 0; }
+	}
+	table netdev nfb_selftests_keepalive {
+		chain keep_ingress { type filter hook ingress device lo priority 0; }
+	}
+	EOF
+	tc qdisc add dev lo clsact
+	tc filter add dev lo ingress matchall action ok
+	tc filter add dev lo egress matchall action ok
+}
+keep_static_keys
+
 echo "TAP version 13"
 echo "1..${#tests[@]}"
 n=0
