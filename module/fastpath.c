@@ -278,7 +278,7 @@ static int nfb_ipv4(struct nfb_net *nn, struct nf_flowtable *ft,
 	tuple.l4proto		= iph->protocol;
 	tuple.iifidx		= state->in->ifindex;
 
-	tuplehash = flow_offload_lookup(ft, &tuple);
+	tuplehash = nfb_flow_lookup(ft, &tuple);
 	if (!tuplehash)
 		return NFB_DECLINE_MISS;
 
@@ -454,7 +454,7 @@ static int nfb_ipv6(struct nfb_net *nn, struct nf_flowtable *ft,
 	tuple.l4proto		= ip6h->nexthdr;
 	tuple.iifidx		= state->in->ifindex;
 
-	tuplehash = flow_offload_lookup(ft, &tuple);
+	tuplehash = nfb_flow_lookup(ft, &tuple);
 	if (!tuplehash)
 		return NFB_DECLINE_MISS;
 

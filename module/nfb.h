@@ -145,6 +145,10 @@ bool nfb_is_flowtable_hook(nf_hookfn *fn);
 void nfb_learn_inet_hook(nf_hookfn *fn, const void *priv);
 void nfb_fastpath_fini(void);
 
+/* flowcache.c */
+struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
+						 struct flow_offload_tuple *tuple);
+
 /* xmit.c */
 void nfb_enqueue(struct sk_buff *skb);
 int nfb_xmit_init(void);
