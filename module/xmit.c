@@ -15,7 +15,9 @@
  * another CPU (when a CPU goes offline its NAPI moves), hence only its sum
  * is used.
  */
+#include <linux/etherdevice.h>
 #include <linux/if_ether.h>
+#include <linux/if_vlan.h>
 #include <linux/log2.h>
 #include <linux/netdevice.h>
 #include <net/arp.h>
@@ -84,15 +86,21 @@ static struct neighbour *nfb_neigh(struct net_device *dev, __be16 proto,
 	return __ipv6_neigh_lookup_noref(dev, &cb->nexthop.v6);
 }
 
-/* Push the L2 header; the skb's data starts at its network header. */
+/*
+ * Push the L2 header; the skb's data starts at its network header. @eth is
+ * the bulk's Ethernet header, built once, or NULL for other link types.
+ */
 static int nfb_push_l2(struct sk_buff *skb, struct net_device *dev,
-		       const u8 *ha, unsigned int hh_len)
+		       const u8 *ha, const struct ethhdr *eth,
+		       unsigned int hh_len)
 {
 	__skb_pull(skb, skb_network_offset(skb));
 	if (unlikely(skb_headroom(skb) < hh_len) && skb_cow_head(skb, hh_len))
 		return -ENOMEM;
-	if (dev_hard_header(skb, dev, ntohs(skb->protocol), ha, NULL,
-			    skb->len) < 0)
+	if (eth)
+		memcpy(__skb_push(skb, ETH_HLEN), eth, ETH_HLEN);
+	else if (dev_hard_header(skb, dev, ntohs(skb->protocol), ha, NULL,
+				 skb->len) < 0)
 		return -EINVAL;
 	skb_reset_mac_header(skb);
 	skb->dev = dev;
@@ -159,6 +167,18 @@ static struct sk_buff *nfb_start_xmit_list(struct sk_buff *skb,
 	return NULL;
 }
 
+/*
+ * validate_xmit_skb() changes nothing for a linear, non-GSO skb without
+ * CHECKSUM_PARTIAL, VLAN tag, socket or secpath: it then only costs the
+ * netif_skb_features() walk. Forwarded small packets are mostly such.
+ */
+static bool nfb_needs_validate(const struct sk_buff *skb)
+{
+	return skb_is_gso(skb) || skb->ip_summed == CHECKSUM_PARTIAL ||
+	       skb_vlan_tag_present(skb) || skb_is_nonlinear(skb) ||
+	       skb->sk || skb_sec_path(skb);
+}
+
 static unsigned int nfb_hist_bucket(unsigned int n)
 {
 	return min_t(unsigned int, ilog2(n), NFB_HIST_BUCKETS - 1);
@@ -175,7 +195,8 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 	struct neighbour *neigh;
 	enum nfb_fallback_reason r;
 	struct sk_buff *list = NULL, **tail = &list;
-	bool again = false;
+	bool again = false, validate = false;
+	struct ethhdr eth, *ethp = NULL;
 	int cpu;
 
 	b->tail->next = NULL;
@@ -210,6 +231,12 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 	}
 	neigh_ha_snapshot(ha, neigh, dev);
 	hh_len = LL_RESERVED_SPACE(dev);
+	if (dev->header_ops && dev->header_ops->create == eth_header) {
+		ether_addr_copy(eth.h_dest, ha);
+		ether_addr_copy(eth.h_source, dev->dev_addr);
+		eth.h_proto = b->proto;
+		ethp = &eth;
+	}
 
 	txq = netdev_get_tx_queue(dev, b->txq);
 	cpu = smp_processor_id();
@@ -226,7 +253,7 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 	for (; skb; skb = next) {
 		next = skb->next;
 		skb_mark_not_on_list(skb);
-		if (unlikely(nfb_push_l2(skb, dev, ha, hh_len))) {
+		if (unlikely(nfb_push_l2(skb, dev, ha, ethp, hh_len))) {
 			nfb_free_skb(skb, NFB_DROP_NOMEM);
 			continue;
 		}
@@ -235,6 +262,7 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 			continue;
 		}
 		memset(skb->cb, 0, sizeof(skb->cb));
+		validate |= nfb_needs_validate(skb);
 		*tail = skb;
 		tail = &skb->next;
 		n++;
@@ -246,7 +274,7 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 	this_cpu_inc(nn->stats->bulks);
 	this_cpu_inc(nn->stats->hist[nfb_hist_bucket(n)]);
 
-	skb = validate_xmit_skb_list(list, dev, &again);
+	skb = validate ? validate_xmit_skb_list(list, dev, &again) : list;
 	if (unlikely(!skb)) {
 		this_cpu_add(nn->stats->drop[NFB_DROP_VALIDATE], n);
 		goto out;
@@ -300,10 +328,19 @@ static int nfb_drain(struct nfb_cpu *c, int budget)
 	struct sk_buff *skb;
 	int nopen = 0, work = 0, i, j;
 
+	/*
+	 * Work on a private list: a transmit that re-enters the hook on this
+	 * CPU appends to c->queue, never to the packets being grouped here.
+	 */
 	__skb_queue_head_init(&todo);
-	while (work < budget && (skb = __skb_dequeue(&c->queue))) {
-		__skb_queue_tail(&todo, skb);
-		work++;
+	if (skb_queue_len(&c->queue) <= budget) {
+		work = skb_queue_len(&c->queue);
+		skb_queue_splice_init(&c->queue, &todo);
+	} else {
+		while (work < budget && (skb = __skb_dequeue(&c->queue))) {
+			__skb_queue_tail(&todo, skb);
+			work++;
+		}
 	}
 
 	while ((skb = __skb_dequeue(&todo))) {
@@ -376,10 +413,15 @@ static int nfb_poll(struct napi_struct *napi, int budget)
 /* Called by the hook with the packet prepared; takes ownership. */
 void nfb_enqueue(struct sk_buff *skb)
 {
+	/*
+	 * The hook may run in process context (netif_receive_skb() callers):
+	 * the queue needs BH disabled, which softirq context already is.
+	 */
+	bool bh = !in_softirq();
 	struct nfb_cpu *c;
 
-	/* The hook may run in process context (netif_receive_skb() callers). */
-	local_bh_disable();
+	if (bh)
+		local_bh_disable();
 	c = this_cpu_ptr(nfb_cpus);
 	this_cpu_inc(NFB_CB(skb)->nn->stats->inflight);
 	__skb_queue_tail(&c->queue, skb);
@@ -387,7 +429,8 @@ void nfb_enqueue(struct sk_buff *skb)
 		napi_schedule(&c->napi);
 	else if (unlikely(skb_queue_len(&c->queue) >= NFB_QUEUE_FLUSH))
 		nfb_drain(c, NFB_QUEUE_FLUSH);
-	local_bh_enable();
+	if (bh)
+		local_bh_enable();
 }
 
 static long nfb_inflight(struct nfb_net *nn)
