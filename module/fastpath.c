@@ -231,7 +231,7 @@ static int nfb_ipv4(struct nfb_net *nn, struct nf_flowtable *ft,
 		    struct sk_buff *skb, const struct nf_hook_state *state)
 {
 	struct flow_offload_tuple_rhash *tuplehash;
-	struct flow_offload_tuple tuple = {};
+	struct flow_offload_tuple tuple;
 	enum flow_offload_tuple_dir dir;
 	unsigned int thoff, hdrsize;
 	struct flow_offload *flow;
@@ -268,6 +268,7 @@ static int nfb_ipv4(struct nfb_net *nn, struct nf_flowtable *ft,
 	if (!pskb_may_pull(skb, thoff + hdrsize))
 		return NFB_DECLINE_HEADER;
 
+	nfb_tuple_init(&tuple);
 	ports = (struct flow_ports *)(skb_network_header(skb) + thoff);
 	tuple.src_port		= ports->source;
 	tuple.dst_port		= ports->dest;
@@ -408,7 +409,7 @@ static int nfb_ipv6(struct nfb_net *nn, struct nf_flowtable *ft,
 		    struct sk_buff *skb, const struct nf_hook_state *state)
 {
 	struct flow_offload_tuple_rhash *tuplehash;
-	struct flow_offload_tuple tuple = {};
+	struct flow_offload_tuple tuple;
 	const struct in6_addr *nexthop;
 	enum flow_offload_tuple_dir dir;
 	unsigned int thoff, hdrsize;
@@ -444,6 +445,7 @@ static int nfb_ipv6(struct nfb_net *nn, struct nf_flowtable *ft,
 	if (!pskb_may_pull(skb, thoff + hdrsize))
 		return NFB_DECLINE_HEADER;
 
+	nfb_tuple_init(&tuple);
 	ports = (struct flow_ports *)(skb_network_header(skb) + thoff);
 	tuple.src_port		= ports->source;
 	tuple.dst_port		= ports->dest;

@@ -33,13 +33,91 @@
 #include "nfb.h"
 
 #define NFB_FC_SLOTS	32
-#define NFB_FC_WORDS	DIV_ROUND_UP(offsetof(struct flow_offload_tuple, __hash), \
-				     sizeof(unsigned long))
+#define NFB_FC_WORDS	(NFB_TUPLE_KEY_BYTES / sizeof(unsigned long))
+
+/*
+ * The loops over the few words of the key and of the softirq counters run
+ * for every packet, with a count known at build time; -O2 does not unroll
+ * them, so they are written out, up to eight words, and the compiler drops
+ * the words at and past @n.
+ */
+static __always_inline u64 nfb_sum_words(const u64 *w, unsigned int n)
+{
+	u64 sum = 0;
+
+	if (n > 0)
+		sum += w[0];
+	if (n > 1)
+		sum += w[1];
+	if (n > 2)
+		sum += w[2];
+	if (n > 3)
+		sum += w[3];
+	if (n > 4)
+		sum += w[4];
+	if (n > 5)
+		sum += w[5];
+	if (n > 6)
+		sum += w[6];
+	if (n > 7)
+		sum += w[7];
+	return sum;
+}
+
+/* The XOR of the words of @a: the lookup cache's slot hash, before folding. */
+static __always_inline unsigned long
+nfb_fold_words(const unsigned long *a, unsigned int n)
+{
+	unsigned long h = 0;
+
+	if (n > 0)
+		h ^= a[0];
+	if (n > 1)
+		h ^= a[1];
+	if (n > 2)
+		h ^= a[2];
+	if (n > 3)
+		h ^= a[3];
+	if (n > 4)
+		h ^= a[4];
+	if (n > 5)
+		h ^= a[5];
+	if (n > 6)
+		h ^= a[6];
+	if (n > 7)
+		h ^= a[7];
+	return h;
+}
+
+/* Zero when the words of @a and @b are equal. */
+static __always_inline unsigned long
+nfb_diff_words(const unsigned long *a, const unsigned long *b, unsigned int n)
+{
+	unsigned long d = 0;
+
+	if (n > 0)
+		d |= a[0] ^ b[0];
+	if (n > 1)
+		d |= a[1] ^ b[1];
+	if (n > 2)
+		d |= a[2] ^ b[2];
+	if (n > 3)
+		d |= a[3] ^ b[3];
+	if (n > 4)
+		d |= a[4] ^ b[4];
+	if (n > 5)
+		d |= a[5] ^ b[5];
+	if (n > 6)
+		d |= a[6] ^ b[6];
+	if (n > 7)
+		d |= a[7] ^ b[7];
+	return d;
+}
 
 struct nfb_fc_entry {
 	const struct nf_flowtable		*ft;
 	struct flow_offload_tuple_rhash		*th;
-	unsigned long				epoch;
+	u64					epoch;
 	unsigned long				key[NFB_FC_WORDS];
 };
 
@@ -49,25 +127,29 @@ struct nfb_fc {
 
 static DEFINE_PER_CPU(struct nfb_fc, nfb_fc);
 
-/* Moves before every softirq handler this CPU runs. */
-static unsigned long nfb_fc_epoch(void)
+/*
+ * Moves before every softirq handler this CPU runs. The counters are summed
+ * eight bytes at a time: an increment of any of them changes the sum, and
+ * the sum cannot come back to an earlier value before 2^32 increments.
+ */
+static u64 nfb_fc_epoch(void)
 {
 	const struct kernel_stat *ks = this_cpu_ptr(&kstat);
-	unsigned long sum = 0;
-	int i;
+	u64 sum;
 
-	for (i = 0; i < NR_SOFTIRQS; i++)
-		sum += ks->softirqs[i];
+	BUILD_BUG_ON(offsetof(struct kernel_stat, softirqs) % sizeof(u64));
+	BUILD_BUG_ON(sizeof(ks->softirqs) > 8 * sizeof(u64));
+	sum = nfb_sum_words((const u64 *)ks->softirqs,
+			    sizeof(ks->softirqs) / sizeof(u64));
+	if (sizeof(ks->softirqs) % sizeof(u64))
+		sum += ks->softirqs[NR_SOFTIRQS - 1];
 	return sum;
 }
 
 static unsigned int nfb_fc_slot(const unsigned long *key)
 {
-	unsigned long h = 0;
-	int i;
+	unsigned long h = nfb_fold_words(key, NFB_FC_WORDS);
 
-	for (i = 0; i < NFB_FC_WORDS; i++)
-		h ^= key[i];
 	h ^= h >> 32;
 	h ^= h >> 16;
 	h ^= h >> 8;
@@ -86,7 +168,8 @@ static bool nfb_fc_usable(const struct flow_offload_tuple_rhash *th)
 /**
  * nfb_flow_lookup - flow_offload_lookup() with a per-CPU cache
  * @ft: the flowtable, valid for the caller's RCU read-side section
- * @tuple: the tuple, zeroed beyond its fields as the stock hook builds it
+ * @tuple: the tuple; its first NFB_TUPLE_KEY_BYTES are the key, the
+ *	lookup fields and zeroes elsewhere (see nfb_tuple_init())
  *
  * Return: what flow_offload_lookup() would return.
  */
@@ -96,22 +179,22 @@ struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
 	const unsigned long *key = (const unsigned long *)tuple;
 	struct flow_offload_tuple_rhash *th;
 	struct nfb_fc_entry *e;
-	unsigned long epoch;
-	int i;
+	u64 epoch;
+
+	BUILD_BUG_ON(NFB_TUPLE_KEY_BYTES % sizeof(unsigned long) ||
+		     sizeof(*tuple) < NFB_TUPLE_KEY_BYTES ||
+		     NFB_FC_WORDS > 8);
 
 	if (!in_serving_softirq())
 		return flow_offload_lookup(ft, tuple);
 
 	epoch = nfb_fc_epoch();
 	e = &this_cpu_ptr(&nfb_fc)->slot[nfb_fc_slot(key)];
-	if (e->th && e->epoch == epoch && e->ft == ft) {
-		for (i = 0; i < NFB_FC_WORDS; i++)
-			if (e->key[i] != key[i])
-				goto lookup;
-		if (likely(nfb_fc_usable(e->th)))
-			return e->th;
-	}
-lookup:
+	if (e->th && e->epoch == epoch && e->ft == ft &&
+	    !nfb_diff_words(e->key, key, NFB_FC_WORDS) &&
+	    likely(nfb_fc_usable(e->th)))
+		return e->th;
+
 	th = flow_offload_lookup(ft, tuple);
 	e->th = th;
 	if (th) {

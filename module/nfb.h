@@ -13,6 +13,7 @@
 #include <linux/skbuff.h>
 #include <linux/workqueue.h>
 #include <net/net_namespace.h>
+#include <net/netfilter/nf_flow_table.h>
 #include <net/netfilter/nf_tables.h>
 
 #include "nf_flow_bulk.h"
@@ -144,6 +145,23 @@ unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
 bool nfb_is_flowtable_hook(nf_hookfn *fn);
 void nfb_learn_inet_hook(nf_hookfn *fn, const void *priv);
 void nfb_fastpath_fini(void);
+
+/*
+ * The part of struct flow_offload_tuple the flowtable hashes and compares
+ * (up to __hash), rounded up to whole words for the lookup cache.
+ */
+#define NFB_TUPLE_KEY_BYTES \
+	round_up(offsetof(struct flow_offload_tuple, __hash), sizeof(unsigned long))
+
+/*
+ * Zero the key part of a tuple before its fields are set: the stock hook
+ * zeroes the whole tuple, but only the key is ever read by the lookup, and
+ * the whole struct would cost a rep stos per packet.
+ */
+static inline void nfb_tuple_init(struct flow_offload_tuple *tuple)
+{
+	memset(tuple, 0, NFB_TUPLE_KEY_BYTES);
+}
 
 /* flowcache.c */
 struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
