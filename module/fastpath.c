@@ -231,7 +231,7 @@ static int nfb_ipv4(struct nfb_net *nn, struct nf_flowtable *ft,
 		    struct sk_buff *skb, const struct nf_hook_state *state)
 {
 	struct flow_offload_tuple_rhash *tuplehash;
-	struct flow_offload_tuple tuple;
+	struct flow_offload_tuple tuple __uninitialized;
 	enum flow_offload_tuple_dir dir;
 	unsigned int thoff, hdrsize;
 	struct flow_offload *flow;
@@ -409,7 +409,7 @@ static int nfb_ipv6(struct nfb_net *nn, struct nf_flowtable *ft,
 		    struct sk_buff *skb, const struct nf_hook_state *state)
 {
 	struct flow_offload_tuple_rhash *tuplehash;
-	struct flow_offload_tuple tuple;
+	struct flow_offload_tuple tuple __uninitialized;
 	const struct in6_addr *nexthop;
 	enum flow_offload_tuple_dir dir;
 	unsigned int thoff, hdrsize;

@@ -191,12 +191,13 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 	unsigned int hh_len, i, n = 0;
 	struct sk_buff *skb, *next;
 	struct netdev_queue *txq;
-	u8 ha[MAX_ADDR_LEN];
+	u8 ha[MAX_ADDR_LEN] __uninitialized;
 	struct neighbour *neigh;
 	enum nfb_fallback_reason r;
 	struct sk_buff *list = NULL, **tail = &list;
 	bool again = false, validate = false;
-	struct ethhdr eth, *ethp = NULL;
+	struct ethhdr eth __uninitialized;
+	struct ethhdr *ethp = NULL;
 	int cpu;
 
 	b->tail->next = NULL;
@@ -323,7 +324,7 @@ static bool nfb_key_match(const struct nfb_bulk *b, const struct sk_buff *skb,
  */
 static int nfb_drain(struct nfb_cpu *c, int budget)
 {
-	struct nfb_bulk open[NFB_OPEN_BULKS];
+	struct nfb_bulk open[NFB_OPEN_BULKS] __uninitialized;
 	struct sk_buff_head todo;
 	struct sk_buff *skb;
 	int nopen = 0, work = 0, i, j;
