@@ -63,6 +63,23 @@ fp_echo_start 7000
 fp_flood_start 10.0.2.1 7000
 check "traffic taken by the module" fp_taken_grows 100
 
+# Flows torn down under traffic, again and again: the lookup cache must not
+# hand out a flow whose conntrack entry is dying (the stock path re-creates
+# it through the forward chain each time), and the module takes the
+# re-created flows. Each flush is followed by forward-chain packets.
+churn_ok=1
+for ((i = 0; i < 10; i++)); do
+	fwd0=$(fp_fwd_packets)
+	ip netns exec "$R" conntrack -F >/dev/null 2>&1 || true
+	if ! busywait 10000 eval "[ \"\$(fp_fwd_packets)\" -gt $fwd0 ]"; then
+		churn_ok=0
+		break
+	fi
+done
+check "conntrack flushed 10 times under traffic: slow path each time" \
+	test "$churn_ok" = 1
+check "after the flushes: traffic taken again" fp_taken_grows 100
+
 # Flowtable deleted and re-created at priority -100.
 ip netns exec "$R" nft delete table inet fp
 check "flowtable deleted: attachment kept" attached_at 0 r0 r1
