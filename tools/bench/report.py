@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Aggregate the benchmark's raw points (JSON lines, one file per boot).
 
-  tools/bench/report.py OUTDIR RAW.jsonl...
+  tools/bench/report.py OUTDIR [--wall WALL.jsonl] RAW.jsonl...
 
 Writes OUTDIR/results.json, OUTDIR/results.md and OUTDIR/plot.dat (for
 tools/bench/plot.gp), and prints the markdown table.
@@ -16,6 +16,10 @@ generator, minus the first hop and the receive at west (drop-west covers
 both), minus the two later hops and receives, which cost what the first does
 (drop-west - gen-alone) and which every configuration pays alike:
     router = (total - 3 * drop_west + 2 * gen_alone) / 2
+
+WALL.jsonl (tools/bench/wall.sh, a guest without icount) adds a table of
+packets per second and iperf3 TCP goodput: wall-clock figures that depend
+on the host, reported beside the icount ones, never mixed with them.
 """
 import json
 import statistics
@@ -66,10 +70,66 @@ def summarise(samples):
     return out
 
 
+def wall_report(path):
+    """The wall-clock table: (json, markdown lines, rst lines)."""
+    with open(path, encoding="utf-8") as f:
+        pts = [json.loads(line) for line in f if line.startswith("{")]
+    pps = {(p["config"], p["flows"]): p for p in pts if p.get("kind") == "pps"}
+    goodput = {p["config"]: p for p in pts if p.get("kind") == "goodput"}
+    taken = next((p["taken"] for p in pts if p.get("kind") == "taken"), None)
+    flows = sorted({f for _, f in pps})
+    header = (["configuration"] + [f"Mpps, {f} flow{'s' if f > 1 else ''}" for f in flows]
+              + ["TCP goodput, Gbit/s"])
+
+    def mpps(c, f):
+        p = pps.get((c, f))
+        if p is None:
+            return None, "—"
+        if not p["delivered"]:
+            return None, "not delivered"
+        return p["pps"] / 1e6, f"{p['pps'] / 1e6:.3f}"
+
+    def gbps(c):
+        p = goodput.get(c)
+        if p is None or p.get("bits_per_second") is None:
+            return None, "—"
+        return p["bits_per_second"] / 1e9, f"{p['bits_per_second'] / 1e9:.2f}"
+
+    rows, vals = [], {}
+    for c in FORWARDING:
+        cells = [c]
+        for f in flows:
+            v, text = mpps(c, f)
+            vals[(c, f)] = v
+            cells.append(text)
+        v, text = gbps(c)
+        vals[(c, "tcp")] = v
+        cells.append(text)
+        rows.append(cells)
+    ratio = ["bulk / stock"]
+    for k in [*flows, "tcp"]:
+        st, bk = vals.get(("stock", k)), vals.get(("bulk", k))
+        ratio.append(f"{bk / st:.2f}x" if st and bk else "—")
+    rows.append(ratio)
+    js = {"points": pts, "taken_by_module": taken}
+    md = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    md += ["| " + " | ".join(r) + " |" for r in rows]
+    rst = [".. csv-table:: Wall clock, multi-threaded TCG, 2 vCPUs (host-dependent); "
+           "veth, GRO on, 128-byte UDP, best of the runs; iperf3 TCP",
+           "   :header: " + ", ".join(f'"{c}"' for c in header), ""]
+    rst += ["   " + ", ".join(f'"{c}"' for c in r) for r in rows]
+    return js, md, rst
+
+
 def main():
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    wall = None
+    if len(args) > 2 and args[1] == "--wall":
+        wall = args[2]
+        del args[1:3]
+    if len(args) < 2:
         sys.exit(__doc__)
-    outdir, paths = sys.argv[1], sys.argv[2:]
+    outdir, paths = args[0], args[1:]
     runs, meta = load(paths)
     points = []
     groups = sorted({k[:5] for k in runs})
@@ -138,11 +198,17 @@ def main():
     for r in rows[2:]:
         rst.append("   " + ", ".join(f'"{c}"' for c in r))
     rst_text = "\n".join(rst) + "\n"
+    wall_js = None
+    if wall:
+        wall_js, wall_md, wall_rst = wall_report(wall)
+        md += "\nWall clock (multi-threaded TCG, host-dependent):\n\n" + "\n".join(wall_md) + "\n"
+        rst_text += "\n" + "\n".join(wall_rst) + "\n"
 
     with open(f"{outdir}/results.json", "w", encoding="utf-8") as f:
         json.dump({"schema": 1, "meta": dict(meta, boots=len(paths),
                                             metric="guest instructions per packet (QEMU -icount shift=0)"),
-                   "points": points, "stock_over_bulk": ratios}, f, indent=2)
+                   "points": points, "stock_over_bulk": ratios, "wall": wall_js},
+                  f, indent=2)
         f.write("\n")
     with open(f"{outdir}/results.md", "w", encoding="utf-8") as f:
         f.write(md)
