@@ -52,9 +52,19 @@ gen() {
 for _ in 1 2 3; do gen "$flows"; done
 echo reset | ip netns exec "$NS_SUNSET" tee "$ctl" >/dev/null
 
-perf record -q -e cpu-clock -c 20000 -a -o /tmp/perf.data -- \
+# One sample every $count instructions while $count packets pass: a
+# symbol's sample count is its instructions per packet (whole path, both
+# routers, generator and sink included).
+perf record -q -e cpu-clock -c "$count" -a -o /tmp/perf.data -- \
 	bash -c "echo 'gen dev=s0 dmac=$dmac src=10.0.1.1 dst=$TOPO_DST4 flows=$flows count=$count burst=32 len=128' | ip netns exec $NS_SUNSET tee $ctl >/dev/null" \
 	>/dev/null 2>&1
 echo "== $config, $flows flows, GRO $gro: $(sed -n 's/^sink_packets=//p' "$ctl") of $count packets delivered"
-perf report -i /tmp/perf.data --stdio --no-children --sort sym --percent-limit 0.7 2>/dev/null |
+echo "   share  instructions/packet  symbol"
+perf report -i /tmp/perf.data --stdio --no-children -n --sort sym --percent-limit 0.7 2>/dev/null |
 	grep -v '^#' | grep -v '^$'
+# NFB_ANNOTATE="sym ...": the instruction-level profile of these symbols.
+for sym in ${NFB_ANNOTATE:-}; do
+	echo "== annotate $sym"
+	perf annotate -i /tmp/perf.data --stdio -s "$sym" 2>/dev/null |
+		grep -E '^ +[0-9]+\.[0-9]+ ' | sort -rn | head -40
+done
