@@ -138,6 +138,39 @@ static void nfb_queue_xmit(struct sk_buff *skb, struct net_device *dev,
 }
 
 /*
+ * A bulk that was to take the list path behind an empty bypassable qdisc
+ * and found it busy: every packet through dev_queue_xmit(), which enqueues.
+ */
+static void nfb_list_queue_xmit(struct sk_buff *list, struct net_device *dev,
+				struct nfb_net *nn, unsigned int n)
+{
+	struct sk_buff *skb, *next;
+	unsigned int i;
+
+	for (skb = list; skb; skb = next) {
+		next = skb->next;
+		skb_mark_not_on_list(skb);
+		nfb_count_fallback(nn, NFB_FALLBACK_QDISC);
+		dev_queue_xmit(skb);
+	}
+	for (i = 0; i < n; i++)
+		dev_put(dev);
+	this_cpu_sub(nn->stats->inflight, n);
+}
+
+/*
+ * Whether the list path may pass by @q, as __dev_xmit_skb() lets a packet
+ * pass by an empty work-conserving lockless qdisc (pfifo_fast, the default
+ * of single-queue devices): same conditions, no size table to apply.
+ */
+static bool nfb_qdisc_bypassable(const struct Qdisc *q)
+{
+	const u32 need = TCQ_F_NOLOCK | TCQ_F_CAN_BYPASS;
+
+	return (q->flags & need) == need && !rcu_access_pointer(q->stab);
+}
+
+/*
  * Hand a validated list to the driver under one txq lock, xmit_more on all
  * but the last, taps as dev_hard_start_xmit() feeds them. Returns what the
  * driver did not take. Caller holds the txq lock.
@@ -198,6 +231,8 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 	bool again = false, validate = false;
 	struct ethhdr eth __uninitialized;
 	struct ethhdr *ethp = NULL;
+	struct Qdisc *q, *bypass = NULL;
+	bool gso = false;
 	int cpu;
 
 	b->tail->next = NULL;
@@ -241,15 +276,18 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 
 	txq = netdev_get_tx_queue(dev, b->txq);
 	cpu = smp_processor_id();
-	if (rcu_dereference_bh(txq->qdisc)->enqueue)
-		r = NFB_FALLBACK_QDISC;
-	else if (nfb_dev_has_egress_hooks(dev))
+	q = rcu_dereference_bh(txq->qdisc);
+	if (nfb_dev_has_egress_hooks(dev))
 		r = NFB_FALLBACK_EGRESS_HOOK;
+	else if (q->enqueue && !nfb_qdisc_bypassable(q))
+		r = NFB_FALLBACK_QDISC;
 	else if (READ_ONCE(txq->xmit_lock_owner) == cpu ||
 		 dev_xmit_recursion())
 		r = NFB_FALLBACK_BUSY;
 	else
 		r = __NFB_FALLBACK_MAX;
+	if (r == __NFB_FALLBACK_MAX && q->enqueue)
+		bypass = q;
 
 	for (; skb; skb = next) {
 		next = skb->next;
@@ -264,12 +302,36 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 		}
 		memset(skb->cb, 0, sizeof(skb->cb));
 		validate |= nfb_needs_validate(skb);
+		gso |= skb_is_gso(skb);
 		*tail = skb;
 		tail = &skb->next;
 		n++;
 	}
 	if (!n)
 		return;
+
+	/*
+	 * Behind a qdisc, only while it is empty and this CPU holds its run
+	 * lock, as __dev_xmit_skb() sends one packet directly; the qdisc
+	 * counts what passes by. GSO packets would need the qdisc's per-segment
+	 * length: they take the qdisc's own path.
+	 */
+	if (bypass) {
+		if (gso || !nolock_qdisc_is_empty(q) || !qdisc_run_begin(q)) {
+			nfb_list_queue_xmit(list, dev, nn, n);
+			return;
+		}
+		/* Recheck under the run lock: a requeue may have raced us. */
+		if (unlikely(!nolock_qdisc_is_empty(q))) {
+			qdisc_run_end(q);
+			nfb_list_queue_xmit(list, dev, nn, n);
+			return;
+		}
+		for (skb = list; skb; skb = skb->next) {
+			qdisc_skb_cb(skb)->pkt_len = skb->len;
+			qdisc_bstats_cpu_update(q, skb);
+		}
+	}
 
 	/* The list path: dev, nn and n references are ours until the end. */
 	this_cpu_inc(nn->stats->bulks);
@@ -278,6 +340,8 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 	skb = validate ? validate_xmit_skb_list(list, dev, &again) : list;
 	if (unlikely(!skb)) {
 		this_cpu_add(nn->stats->drop[NFB_DROP_VALIDATE], n);
+		if (bypass)
+			qdisc_run_end(q);
 		goto out;
 	}
 
@@ -289,7 +353,26 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 	}
 	HARD_TX_UNLOCK(dev, txq);
 
-	/* What the device refused: a noqueue device cannot hold it. */
+	/*
+	 * What the device refused. Behind a qdisc it waits there, as a
+	 * requeued packet would, and the qdisc runs again from net_tx_action;
+	 * a noqueue device cannot hold it.
+	 */
+	if (bypass) {
+		struct sk_buff *to_free = NULL;
+
+		for (; skb; skb = next) {
+			next = skb->next;
+			skb_mark_not_on_list(skb);
+			nfb_count_fallback(nn, NFB_FALLBACK_QDISC);
+			q->enqueue(skb, q, &to_free);
+		}
+		qdisc_run_end(q);
+		if (!nolock_qdisc_is_empty(q))
+			__netif_schedule(q);
+		if (unlikely(to_free))
+			kfree_skb_list(to_free);
+	}
 	for (; skb; skb = next) {
 		next = skb->next;
 		skb_mark_not_on_list(skb);

@@ -4,7 +4,8 @@
 # TCP teardown and transmit fallbacks with the module attached:
 #   - TCP FIN and RST: declined (counted), the flow is torn down;
 #   - a qdisc, then a tc egress hook, on the router's ports: every byte
-#     delivered, every packet taken sent one by one and counted so.
+#     delivered, every packet taken sent one by one and counted so;
+#   - pfifo_fast: bulks pass it by while it is empty, and it counts them.
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -105,6 +106,35 @@ before=$(fallback_snapshot qdisc)
 check "tcp through a qdisc" fp_tcp_copy 10.0.2.1 "$FP_TMP/in" "$FP_TMP/out"
 check "qdisc: data identical" cmp -s "$FP_TMP/in" "$FP_TMP/out"
 fallback_check qdisc qdisc "$before"
+for dev in r0 r1; do
+	ip netns exec "$R" tc qdisc del dev "$dev" root
+done
+
+# pfifo_fast (lockless, work-conserving: the default of single-queue
+# devices): while it is empty the module's list path passes it by, as the
+# core does for one packet, and the qdisc still counts every packet.
+qdisc_sent() {
+	local dev n=0 v
+	for dev in r0 r1; do
+		v=$(ip netns exec "$R" tc -s -j qdisc show dev "$dev" root |
+			jq '[.[] | select(.kind == "pfifo_fast") | .packets] | add // 0')
+		n=$((n + v))
+	done
+	echo "$n"
+}
+for dev in r0 r1; do
+	ip netns exec "$R" tc qdisc replace dev "$dev" root pfifo_fast
+done
+read -r tk0 _ _ b0 <<<"$(fallback_snapshot qdisc)"
+q0=$(qdisc_sent)
+check "tcp through pfifo_fast" fp_tcp_copy 10.0.2.1 "$FP_TMP/in" "$FP_TMP/out"
+check "pfifo_fast: data identical" cmp -s "$FP_TMP/in" "$FP_TMP/out"
+read -r tk1 _ _ b1 <<<"$(fallback_snapshot qdisc)"
+q1=$(qdisc_sent)
+check "pfifo_fast: bulks on the list path ($((b1 - b0)) for $((tk1 - tk0)) packets)" \
+	test "$b1" -gt "$b0"
+check "pfifo_fast: the qdisc counted every packet taken ($((q1 - q0)) >= $((tk1 - tk0)))" \
+	test $((q1 - q0)) -ge $((tk1 - tk0))
 for dev in r0 r1; do
 	ip netns exec "$R" tc qdisc del dev "$dev" root
 done
