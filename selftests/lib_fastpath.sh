@@ -49,18 +49,33 @@ fp_topology() {
 
 # fp_topology_virtio: the same with the virtio-net NIC pairs of
 # tools/vm/run --nics 2 (pair 0: c0 - r0, pair 1: r1 - s0).
+# fp_virtio_release puts the NICs back, under their own names: a deleted
+# namespace returns a physical device to the initial one under the name it
+# had there (r0, s0...), where it would clash with the next test's veths.
+FP_VIRTIO_MOVED=()
 fp_topology_virtio() {
-	local nic=$NFB_REPO/tools/vm/nic dev
+	local nic=$NFB_REPO/tools/vm/nic dev pair end ns name
 	setup_ns C R S
-	dev=$("$nic" 0 1) && ip link set "$dev" netns "$C" &&
-		ip -n "$C" link set "$dev" name c0
-	dev=$("$nic" 0 2) && ip link set "$dev" netns "$R" &&
-		ip -n "$R" link set "$dev" name r0
-	dev=$("$nic" 1 1) && ip link set "$dev" netns "$R" &&
-		ip -n "$R" link set "$dev" name r1
-	dev=$("$nic" 1 2) && ip link set "$dev" netns "$S" &&
-		ip -n "$S" link set "$dev" name s0
+	for pair in "0 1 $C c0" "0 2 $R r0" "1 1 $R r1" "1 2 $S s0"; do
+		read -r pair end ns name <<<"$pair"
+		dev=$("$nic" "$pair" "$end")
+		ip link set "$dev" netns "$ns"
+		ip -n "$ns" link set "$dev" name "$name"
+		FP_VIRTIO_MOVED+=("$ns $name $dev")
+	done
 	fp_addresses
+}
+
+fp_virtio_release() {
+	local moved ns name dev
+	for moved in "${FP_VIRTIO_MOVED[@]}"; do
+		read -r ns name dev <<<"$moved"
+		if ip -n "$ns" link set "$name" down 2>/dev/null &&
+			ip -n "$ns" link set "$name" netns 1; then
+			ip link set "$name" name "$dev" 2>/dev/null || true
+		fi
+	done
+	FP_VIRTIO_MOVED=()
 }
 
 fp_addresses() {

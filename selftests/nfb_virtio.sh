@@ -26,6 +26,7 @@ COUNT=${NFB_VIRTIO_COUNT:-20000}
 ret=0
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
+	fp_virtio_release
 	cleanup_all_ns
 	if nfb_module_loaded; then nfb_unload_module; fi
 }
