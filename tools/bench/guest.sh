@@ -88,7 +88,17 @@ fi
 
 in_ns() { ip netns exec "$@"; }
 mac_of() { in_ns "$1" cat "/sys/class/net/$2/address"; }
-ctl_get() { in_ns "$NS_SUNSET" cat "$ctl" | sed -n "s/^$1=//p"; }
+# ctl_read: the generator's and sink's counters (global to the module, so
+# read from here, without a namespace) into the array ctl_val; no process
+# is started, which matters in a TCG guest.
+declare -A ctl_val
+ctl_read() {
+	local line
+	ctl_val=()
+	while IFS= read -r line; do
+		ctl_val[${line%%=*}]=${line#*=}
+	done <"$ctl"
+}
 
 window=0
 link_window=0
@@ -148,17 +158,18 @@ offloaded() { # offloaded NS: flows of this family in the flowtable
 # and elapsed / best_recv / wait_ns of the least costly delivered run.
 measure_rep() {
 	local s r o first last w e
-	s=$(ctl_get gen_sent)
-	first=$(ctl_get gen_start_ns)
-	w=$(ctl_get gen_wait_ns)
+	ctl_read
+	s=${ctl_val[gen_sent]:-0}
+	first=${ctl_val[gen_start_ns]:-0}
+	w=${ctl_val[gen_wait_ns]:-0}
 	if [ -n "$1" ]; then
-		r=$(ctl_get sink_packets)
-		o=$(ctl_get sink_reordered)
-		last=$(ctl_get sink_last_ns)
+		r=${ctl_val[sink_packets]:-0}
+		o=${ctl_val[sink_reordered]:-0}
+		last=${ctl_val[sink_last_ns]:-0}
 	else
 		r=$s
 		o=0
-		last=$(ctl_get gen_end_ns)
+		last=${ctl_val[gen_end_ns]:-0}
 	fi
 	: "${s:=0}" "${r:=0}" "${o:=0}" "${w:=0}"
 	sent=$((sent + s))
@@ -223,7 +234,7 @@ point() { # point LINK GRO QDISC CONFIG FLOWS
 		# point is the least costly of $reps runs, all fully delivered.
 		local rep
 		for ((rep = 0; rep < reps; rep++)); do
-			echo reset | in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
+			echo reset >"$ctl"
 			gen "$dev" "$dmac" "$count" "$flows" || status=generator-failed
 			measure_rep "$sink_ns"
 		done
