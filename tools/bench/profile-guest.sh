@@ -60,7 +60,7 @@ perf record -q -e cpu-clock -c "$count" -a -o /tmp/perf.data -- \
 	>/dev/null 2>&1
 echo "== $config, $flows flows, GRO $gro: $(sed -n 's/^sink_packets=//p' "$ctl") of $count packets delivered"
 echo "   share  instructions/packet  symbol"
-perf report -i /tmp/perf.data --stdio --no-children -n --sort sym --percent-limit 0.7 2>/dev/null |
+perf report -i /tmp/perf.data --stdio --no-children -n --sort sym --percent-limit "${NFB_PERCENT_LIMIT:-0.7}" 2>/dev/null |
 	grep -v '^#' | grep -v '^$'
 # NFB_ANNOTATE="sym ...": the instruction-level profile of these symbols.
 for sym in ${NFB_ANNOTATE:-}; do

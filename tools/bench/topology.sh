@@ -87,9 +87,31 @@ topo_create() {
 	ip -n "$NS_EAST" -6 route add fd00:1::/64 via fd00:2::1
 	ip -n "$NS_SUNRISE" route add default via 10.0.3.1
 	ip -n "$NS_SUNRISE" -6 route add default via fd00:3::1
+	topo_neigh_permanent
 	# A dummy device in sunset: the "generator alone" baseline sends there.
 	ip -n "$NS_SUNSET" link add d0 type dummy
 	ip -n "$NS_SUNSET" link set d0 up
+}
+
+# Permanent neighbour entries on every link, both ways. Forwarded UDP never
+# confirms a neighbour, so a dynamic entry cycles reachable -> stale ->
+# delay -> probe, and each state sends packets down a different output path
+# (cached header, or neigh_resolve_output): the cost of a run would depend
+# on when it ran. Every configuration gets the same entries.
+topo_neigh_permanent() {
+	local link nsa deva neta nsb devb netb maca macb
+	for link in "$NS_SUNSET s0 1.1 $NS_WEST w0 1.2" "$NS_WEST w1 2.1 $NS_EAST e0 2.2" \
+		"$NS_EAST e1 3.1 $NS_SUNRISE r0 3.2"; do
+		read -r nsa deva neta nsb devb netb <<<"$link"
+		maca=$(ip netns exec "$nsa" cat "/sys/class/net/$deva/address")
+		macb=$(ip netns exec "$nsb" cat "/sys/class/net/$devb/address")
+		ip -n "$nsa" neigh replace "10.0.$netb" lladdr "$macb" dev "$deva" nud permanent
+		ip -n "$nsb" neigh replace "10.0.$neta" lladdr "$maca" dev "$devb" nud permanent
+		ip -n "$nsa" neigh replace "fd00:${netb%.*}::${netb#*.}" lladdr "$macb" \
+			dev "$deva" nud permanent
+		ip -n "$nsb" neigh replace "fd00:${neta%.*}::${neta#*.}" lladdr "$maca" \
+			dev "$devb" nud permanent
+	done
 }
 
 # topo_gro on|off: veth receives in NAPI mode (GRO on, and TSO off on the
