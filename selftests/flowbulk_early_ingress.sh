@@ -21,7 +21,6 @@ nfb_require_tool ip nft jq modprobe
 FLOWBULK=$NFB_REPO/build/userspace/flowbulk
 [ -x "$FLOWBULK" ] || { log_fail "$FLOWBULK missing (make userspace)"; exit "$ksft_fail"; }
 
-ret=0
 tmp=$(mktemp -d)
 cleanup() {
 	cleanup_all_ns
@@ -44,17 +43,6 @@ done
 
 fb() { ip netns exec "$ns" "$FLOWBULK" "$@"; }
 nft_json() { ip netns exec "$ns" nft -j list ruleset; }
-
-check() {
-	local what=$1
-	shift
-	if "$@"; then
-		log_pass "$what"
-	else
-		log_fail "$what"
-		ret=1
-	fi
-}
 
 cat >"$tmp/router.nft" <<'NFT'
 # A router's ruleset: only the flowtable's hook is not stock nft.

@@ -16,7 +16,6 @@ nfb_require_tool ip nft jq
 FLOWBULK=$NFB_REPO/build/userspace/flowbulk
 [ -x "$FLOWBULK" ] || { log_fail "$FLOWBULK missing (make userspace)"; exit "$ksft_fail"; }
 
-ret=0
 errors=$(mktemp)
 cleanup() {
 	cleanup_all_ns
@@ -31,17 +30,6 @@ ip -n "$ns" link set veth1 up
 
 fb() { ip netns exec "$ns" "$FLOWBULK" "$@"; }
 nft_json() { ip netns exec "$ns" nft -j list ruleset; }
-
-check() {
-	local what=$1
-	shift
-	if "$@"; then
-		log_pass "$what"
-	else
-		log_fail "$what"
-		ret=1
-	fi
-}
 
 # expect_failure CODE MESSAGE ARGS...: flowbulk ARGS exits with CODE and
 # says MESSAGE on stderr.

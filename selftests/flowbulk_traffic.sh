@@ -17,7 +17,6 @@ nfb_require_tool ip jq socat ss cmp
 FLOWBULK=$NFB_REPO/build/userspace/flowbulk
 [ -x "$FLOWBULK" ] || { log_fail "$FLOWBULK missing (make userspace)"; exit "$ksft_fail"; }
 
-ret=0
 tmp=$(mktemp -d)
 cleanup() {
 	cleanup_all_ns
@@ -45,17 +44,6 @@ ip -n "$server" route add default via 10.0.2.1
 ip netns exec "$router" sysctl -qw net.ipv4.ip_forward=1
 
 fb() { ip netns exec "$router" "$FLOWBULK" "$@"; }
-
-check() {
-	local what=$1
-	shift
-	if "$@"; then
-		log_pass "$what"
-	else
-		log_fail "$what"
-		ret=1
-	fi
-}
 
 fb table add inet fw
 fb flowtable add inet fw ft hook early_ingress devices r1,r2

@@ -105,3 +105,17 @@ cleanup_all_ns() {
 	done
 	NS_LIST=()
 }
+
+# check WHAT COMMAND...: one assertion. A failure is reported and recorded
+# in ret (the test's exit status: exit "$ret" at the end); the test goes on.
+ret=0
+check() {
+	local what=$1
+	shift
+	if "$@"; then
+		log_pass "$what"
+	else
+		log_fail "$what"
+		ret=1
+	fi
+}

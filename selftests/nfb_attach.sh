@@ -14,24 +14,12 @@ source "$(dirname "$0")/lib_fastpath.sh"
 
 nfb_require_tool ip nft python3 setpriv
 
-ret=0
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
 	cleanup_all_ns
 	if nfb_module_loaded; then nfb_unload_module; fi
 }
 trap cleanup EXIT
-
-check() {
-	local what=$1
-	shift
-	if "$@"; then
-		log_pass "$what"
-	else
-		log_fail "$what"
-		ret=1
-	fi
-}
 
 # expect_err ERRNO "extack substring" ARGS...: nfb_genl.py in $R must fail
 # with ERRNO and print the kernel's message.

@@ -14,7 +14,6 @@ source "$(dirname "$0")/lib_fastpath.sh"
 
 nfb_require_tool ip nft python3 socat tc conntrack cmp
 
-ret=0
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
 	cleanup_all_ns
@@ -22,17 +21,6 @@ cleanup() {
 	if nfb_module_loaded; then nfb_unload_module; fi
 }
 trap cleanup EXIT
-
-check() {
-	local what=$1
-	shift
-	if "$@"; then
-		log_pass "$what"
-	else
-		log_fail "$what"
-		ret=1
-	fi
-}
 
 # No offloaded conntrack entry for TCP destination port $1 on the router.
 # shellcheck disable=SC2317 # called through busywait

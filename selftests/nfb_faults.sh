@@ -17,7 +17,6 @@ source "$(dirname "$0")/lib_fastpath.sh"
 
 nfb_require_tool ip nft python3 ss
 
-ret=0
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
 	fp_flood_stop
@@ -25,17 +24,6 @@ cleanup() {
 	if nfb_module_loaded; then nfb_unload_module; fi
 }
 trap cleanup EXIT
-
-check() {
-	local what=$1
-	shift
-	if "$@"; then
-		log_pass "$what"
-	else
-		log_fail "$what"
-		ret=1
-	fi
-}
 
 # shellcheck disable=SC2317 # called through busywait
 attached_at() {

@@ -15,7 +15,6 @@ source "$(dirname "$0")/lib_fastpath.sh"
 
 nfb_require_tool ip nft python3 nstat
 
-ret=0
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
 	cleanup_all_ns
@@ -23,17 +22,6 @@ cleanup() {
 	if nfb_module_loaded; then nfb_unload_module; fi
 }
 trap cleanup EXIT
-
-check() {
-	local what=$1
-	shift
-	if "$@"; then
-		log_pass "$what"
-	else
-		log_fail "$what"
-		ret=1
-	fi
-}
 
 # decline / fallback counter of the module
 dc() { fp_stat "$R" "t[\"decline\"][\"$1\"]"; }

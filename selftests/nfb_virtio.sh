@@ -23,7 +23,6 @@ fi
 modprobe pktgen 2>/dev/null || nfb_cannot_run "no pktgen module"
 
 COUNT=${NFB_VIRTIO_COUNT:-20000}
-ret=0
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
 	fp_virtio_release
@@ -31,17 +30,6 @@ cleanup() {
 	if nfb_module_loaded; then nfb_unload_module; fi
 }
 trap cleanup EXIT
-
-check() {
-	local what=$1
-	shift
-	if "$@"; then
-		log_pass "$what"
-	else
-		log_fail "$what"
-		ret=1
-	fi
-}
 
 nfb_load_module
 fp_topology_virtio
