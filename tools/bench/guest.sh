@@ -58,21 +58,8 @@ while [ $# -gt 0 ]; do
 done
 
 kver=$(uname -r)
-# ip netns exec mounts a fresh /sys, without debugfs: use a mount of our own.
-debugfs=/run/nfb-debugfs
-mkdir -p "$debugfs"
-mountpoint -q "$debugfs" || mount -t debugfs debugfs "$debugfs"
-ctl=$debugfs/nfb_bench/ctl
 flowbulk=$repo/build/userspace/flowbulk
-
-cleanup() {
-	topo_destroy
-	rmmod nfb_bench 2>/dev/null
-	return 0
-}
-trap cleanup EXIT
-
-insmod "$repo/build/kmod/$kver/bench/nfb_bench.ko"
+bench_start
 # shellcheck source=selftests/lib.sh
 source selftests/lib.sh
 bulk_ok=0
@@ -88,17 +75,6 @@ fi
 
 in_ns() { ip netns exec "$@"; }
 mac_of() { in_ns "$1" cat "/sys/class/net/$2/address"; }
-# ctl_read: the generator's and sink's counters (global to the module, so
-# read from here, without a namespace) into the array ctl_val; no process
-# is started, which matters in a TCG guest.
-declare -A ctl_val
-ctl_read() {
-	local line
-	ctl_val=()
-	while IFS= read -r line; do
-		ctl_val[${line%%=*}]=${line#*=}
-	done <"$ctl"
-}
 
 window=0
 link_window=0

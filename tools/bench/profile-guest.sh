@@ -22,17 +22,7 @@ flows=${2:-10}
 gro=${3:-on}
 count=20000
 
-cleanup() {
-	topo_destroy
-	rmmod nfb_bench 2>/dev/null || true
-}
-trap cleanup EXIT
-
-insmod "build/kmod/$(uname -r)/bench/nfb_bench.ko"
-debugfs=/run/nfb-debugfs
-mkdir -p "$debugfs"
-mountpoint -q "$debugfs" || mount -t debugfs debugfs "$debugfs"
-ctl=$debugfs/nfb_bench/ctl
+bench_start
 
 topo_create veth
 topo_gro "$gro"

@@ -23,6 +23,38 @@ TOPO_DST4=10.0.3.2
 # shellcheck disable=SC2034
 TOPO_DST6=fd00:3::2
 
+# bench_start: load the generator/sink module and find its control file
+# (sets ctl); on exit the topology and the module go away. ip netns exec
+# mounts a fresh /sys, without debugfs: the file lives in a mount of our own.
+bench_start() {
+	local debugfs=/run/nfb-debugfs
+	mkdir -p "$debugfs"
+	mountpoint -q "$debugfs" || mount -t debugfs debugfs "$debugfs"
+	trap bench_stop EXIT
+	insmod "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/kmod/$(uname -r)/bench/nfb_bench.ko"
+	ctl=$debugfs/nfb_bench/ctl
+}
+
+bench_stop() {
+	topo_destroy
+	rmmod nfb_bench 2>/dev/null
+	return 0
+}
+
+# ctl_read: the generator's and sink's counters (global to the module, so
+# read from here, without a namespace) into the array ctl_val; no process
+# is started, which matters in a TCG guest.
+# shellcheck disable=SC2034 # read by the scripts that source this file
+declare -A ctl_val
+ctl_read() {
+	local line
+	ctl_val=()
+	while IFS= read -r line; do
+		# shellcheck disable=SC2034 # read by the scripts that source this file
+		ctl_val[${line%%=*}]=${line#*=}
+	done <"$ctl"
+}
+
 topo_destroy() {
 	local ns
 	for ns in "${TOPO_ALL_NS[@]}"; do

@@ -32,25 +32,12 @@ while [ $# -gt 0 ]; do
 done
 
 kver=$(uname -r)
-debugfs=/run/nfb-debugfs
-mkdir -p "$debugfs"
-mountpoint -q "$debugfs" || mount -t debugfs debugfs "$debugfs"
-ctl=$debugfs/nfb_bench/ctl
-
-cleanup() {
-	topo_destroy
-	rmmod nfb_bench 2>/dev/null
-	return 0
-}
-trap cleanup EXIT
-
-insmod "$repo/build/kmod/$kver/bench/nfb_bench.ko"
+bench_start
 # shellcheck source=selftests/lib.sh
 source selftests/lib.sh
 nfb_load_module
 
 in_ns() { ip netns exec "$@"; }
-ctl_get() { in_ns "$NS_SUNSET" cat "$ctl" | sed -n "s/^$1=//p"; }
 
 configure() { # configure plain|stock|bulk
 	topo_flowtable_del
@@ -73,10 +60,11 @@ pps() {
 		echo reset | in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
 		echo "gen dev=s0 dmac=$dmac src=10.0.1.1 dst=$TOPO_DST4 flows=$flows count=$count burst=32 len=128" |
 			in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
-		sent=$(ctl_get gen_sent)
-		recv=$(ctl_get sink_packets)
-		first=$(ctl_get gen_start_ns)
-		last=$(ctl_get sink_last_ns)
+		ctl_read
+		sent=${ctl_val[gen_sent]:-0}
+		recv=${ctl_val[sink_packets]:-0}
+		first=${ctl_val[gen_start_ns]:-0}
+		last=${ctl_val[sink_last_ns]:-0}
 		if [ "${sent:-0}" -eq 0 ] || [ "$sent" != "$recv" ]; then
 			delivered=false
 			continue
