@@ -366,6 +366,13 @@ static int nfb_gen_run(struct net *net, const struct nfb_gen_params *p)
 		base = nfb_sink_packets();
 	}
 	gen_lost = 0;
+	/*
+	 * The processes that started this run (ip netns exec, tee) and the
+	 * set-up before it leave RCU callbacks behind; under icount they
+	 * would otherwise run inside the measured window, more or less of
+	 * them depending on where a grace period ends.
+	 */
+	rcu_barrier();
 	start = ktime_get_ns();
 	while (sent + dropped < p->count) {
 		n = min_t(u64, p->burst, p->count - sent - dropped);
