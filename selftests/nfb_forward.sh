@@ -4,9 +4,9 @@
 # Forwarding through the module: TCP and UDP, IPv4 and IPv6, without and
 # with masquerade, and TCP with GRO on the router's input. For each case:
 #   - the bytes received are the bytes sent (cmp);
-#   - the module took at least 99 % of the packets that did not go through
-#     the forward chain (router rx - slow path - non-TCP/UDP), by its own
-#     counters against the interface and nft counters;
+#   - the module took the packets that did not go through the forward
+#     chain (router rx - slow path - non-TCP/UDP), by its own counters
+#     against the interface and nft counters, to within 1 % or 3 packets;
 #   - no checksum error on client or server.
 # NFB_FWD_MASQ=1 (nfb_forward_nat.sh) runs the masquerade cases instead.
 set -eu
@@ -42,7 +42,7 @@ fp_make_file "$FP_TMP/in_tcp" 4
 # packets for a reason the stock flowtable would have accepted.
 run_case() {
 	local name=$1 proto=$2 addr=$3 gro=${4:-} in=$FP_TMP/in
-	local rx0 fwd0 tk0 nf0 cs0 rx1 fwd1 tk1 nf1 cs1 off taken dc0
+	local rx0 fwd0 tk0 nf0 cs0 rx1 fwd1 tk1 nf1 cs1 off taken dc0 slack
 
 	rm -f "$FP_TMP/out"
 	if [ "$proto" = tcp ]; then in=$FP_TMP/in_tcp; fi
@@ -73,11 +73,18 @@ run_case() {
 		# skbs the module saw that were neither taken nor slow path
 		off=$((taken + $(fp_stat "$R" 'sum(v for k, v in t["decline"].items() if k not in ("miss", "not_ip", "l4proto", "tcp_flags"))') - dc0))
 	fi
-	if [ "$off" -gt 30 ] && [ $((taken * 100)) -ge $((off * 99)) ] &&
+	# At most 1 % or 3 packets, whichever is more, between the counters:
+	# they are read one after the other while the last ACKs still pass,
+	# and on 6.12 a MiB of TCP crosses veth in about 250 GSO skbs (254 of
+	# 257 seen once in CI; 1121 of 1120 in the same run).
+	slack=$((off / 100))
+	[ "$slack" -ge 3 ] || slack=3
+	if [ "$off" -gt 30 ] && [ $((taken + slack)) -ge "$off" ] &&
 		[ $((fwd1 - fwd0)) -lt 20 ]; then
 		log_pass "$name: module took $taken of $off offloaded packets (slow path $((fwd1 - fwd0)))"
 	else
 		log_fail "$name: module took $taken of $off offloaded packets (slow path $((fwd1 - fwd0)))"
+		echo "INFO: $name: declined $(fp_stat "$R" 't["decline"]'), fallback $(fp_stat "$R" 't["fallback"]')"
 		ret=1
 	fi
 
