@@ -138,27 +138,6 @@ static void nfb_queue_xmit(struct sk_buff *skb, struct net_device *dev,
 }
 
 /*
- * A bulk that was to take the list path behind an empty bypassable qdisc
- * and found it busy: every packet through dev_queue_xmit(), which enqueues.
- */
-static void nfb_list_queue_xmit(struct sk_buff *list, struct net_device *dev,
-				struct nfb_net *nn, unsigned int n)
-{
-	struct sk_buff *skb, *next;
-	unsigned int i;
-
-	for (skb = list; skb; skb = next) {
-		next = skb->next;
-		skb_mark_not_on_list(skb);
-		nfb_count_fallback(nn, NFB_FALLBACK_QDISC);
-		dev_queue_xmit(skb);
-	}
-	for (i = 0; i < n; i++)
-		dev_put(dev);
-	this_cpu_sub(nn->stats->inflight, n);
-}
-
-/*
  * Whether the list path may pass by @q, as __dev_xmit_skb() lets a packet
  * pass by an empty work-conserving lockless qdisc (pfifo_fast, the default
  * of single-queue devices): same conditions, no size table to apply.
@@ -317,15 +296,12 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 	 * length: they take the qdisc's own path.
 	 */
 	if (bypass) {
-		if (gso || !nolock_qdisc_is_empty(q) || !qdisc_run_begin(q)) {
-			nfb_list_queue_xmit(list, dev, nn, n);
-			return;
-		}
+		if (gso || !nolock_qdisc_is_empty(q) || !qdisc_run_begin(q))
+			goto queue;
 		/* Recheck under the run lock: a requeue may have raced us. */
 		if (unlikely(!nolock_qdisc_is_empty(q))) {
 			qdisc_run_end(q);
-			nfb_list_queue_xmit(list, dev, nn, n);
-			return;
+			goto queue;
 		}
 		for (skb = list; skb; skb = skb->next) {
 			qdisc_skb_cb(skb)->pkt_len = skb->len;
@@ -379,6 +355,16 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 		this_cpu_inc(nn->stats->drop[NFB_DROP_XMIT]);
 		dev_core_stats_tx_dropped_inc(dev);
 		kfree_skb(skb);
+	}
+	goto out;
+
+queue:
+	/* The qdisc was busy after all: every packet through dev_queue_xmit(). */
+	for (skb = list; skb; skb = next) {
+		next = skb->next;
+		skb_mark_not_on_list(skb);
+		nfb_count_fallback(nn, NFB_FALLBACK_QDISC);
+		dev_queue_xmit(skb);
 	}
 out:
 	for (i = 0; i < n; i++)
