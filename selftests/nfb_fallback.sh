@@ -12,7 +12,7 @@ source "$(dirname "$0")/lib.sh"
 # shellcheck source=selftests/lib_fastpath.sh
 source "$(dirname "$0")/lib_fastpath.sh"
 
-nfb_require_tool ip nft python3 socat tc conntrack cmp
+nfb_require_tool ip nft python3 socat tc conntrack cmp jq
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {

@@ -84,7 +84,7 @@ run_case() {
 		log_pass "$name: module took $taken of $off offloaded packets (slow path $((fwd1 - fwd0)))"
 	else
 		log_fail "$name: module took $taken of $off offloaded packets (slow path $((fwd1 - fwd0)))"
-		echo "INFO: $name: declined $(fp_stat "$R" 't["decline"]'), fallback $(fp_stat "$R" 't["fallback"]')"
+		echo "INFO: $name: $(fp_stat "$R" '{k: t[k] for k in ("decline", "fallback")}')"
 		ret=1
 	fi
 

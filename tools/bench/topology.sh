@@ -23,6 +23,8 @@ TOPO_DST4=10.0.3.2
 # shellcheck disable=SC2034
 TOPO_DST6=fd00:3::2
 
+in_ns() { ip netns exec "$@"; }
+
 # bench_start: load the generator/sink module and find its control file
 # (sets ctl); on exit the topology and the module go away. ip netns exec
 # mounts a fresh /sys, without debugfs: the file lives in a mount of our own.

@@ -37,7 +37,6 @@ bench_start
 source selftests/lib.sh
 nfb_load_module
 
-in_ns() { ip netns exec "$@"; }
 
 configure() { # configure plain|stock|bulk
 	topo_flowtable_del
@@ -57,7 +56,7 @@ pps() {
 			in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
 	done
 	for ((rep = 0; rep < reps; rep++)); do
-		echo reset | in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
+		echo reset >"$ctl"
 		echo "gen dev=s0 dmac=$dmac src=10.0.1.1 dst=$TOPO_DST4 flows=$flows count=$count burst=32 len=128" |
 			in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
 		ctl_read
