@@ -4,6 +4,7 @@
 #   make module KVER=V   module for another installed kernel (or KDIR=path)
 #   make modules-all     module for every installed kernel (tools/kernels)
 #   make check           set-up, build, every test; ends with "N passed, N failed"
+#   make check-debug     every selftest on the debug kernel (KASAN, lockdep, kmemleak)
 #   make demo            the demo: VM, topology, traffic, side-by-side figures
 #   make bench           the full benchmark matrix
 #   make setup           install what the build, tests and demo need (apt-get)
@@ -14,7 +15,7 @@ BUILD ?= $(CURDIR)/build
 KBUILD_OUT := $(BUILD)/kmod/$(KVER)
 JOBS ?= $(shell nproc)
 
-.PHONY: all module bench-module modules-all userspace check demo bench setup clean help
+.PHONY: all module bench-module modules-all userspace check check-debug demo bench setup clean help
 
 all: module userspace
 
@@ -47,6 +48,10 @@ userspace:
 check:
 	tools/check
 
+# Not part of check: builds the debug kernel the first time (about an hour).
+check-debug:
+	tools/debug-kernel/check
+
 demo:
 	tools/demo
 
@@ -60,4 +65,4 @@ clean:
 	rm -rf $(BUILD)
 
 help:
-	@sed -n '3,10p' Makefile
+	@sed -n '3,11p' Makefile
