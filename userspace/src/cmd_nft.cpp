@@ -411,31 +411,84 @@ void flowtable_list(Invocation& invocation, Arguments& arguments) {
 
 // ---- offload --------------------------------------------------------------
 
-void offload_add(Invocation& invocation, Arguments& arguments) {
+std::string protocol_name(uint8_t protocol) {
+  return protocol == IPPROTO_TCP   ? "tcp"
+         : protocol == IPPROTO_UDP ? "udp"
+                                   : std::to_string(protocol);
+}
+
+uint64_t parse_handle(const std::string& word) {
+  // Digits only: strtoull would take " 5", "+5" and "-1".
+  if (word.empty() || word.size() > 20 ||
+      !std::all_of(word.begin(), word.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    throw UsageError("invalid handle \"" + word + "\": a rule handle (see \"nft -a list chain\")");
+  }
+  errno = 0;
+  const unsigned long long value = std::strtoull(word.c_str(), nullptr, 10);
+  if (errno == ERANGE || value == 0) {
+    throw UsageError("invalid handle \"" + word + "\"");
+  }
+  return value;
+}
+
+Json offload_rule_json(const OffloadRule& rule) {
+  return Json{{"family", family_name(rule.family)},
+              {"table", rule.table},
+              {"chain", rule.chain},
+              {"handle", rule.handle},
+              {"flowtable", rule.flowtable},
+              {"proto", protocol_name(rule.protocol)},
+              {"counter", rule.counter}};
+}
+
+std::string offload_rule_text(const OffloadRule& rule) {
+  return "meta l4proto " + protocol_name(rule.protocol) + (rule.counter ? " counter" : "") +
+         " flow add @" + rule.flowtable + " (handle " + std::to_string(rule.handle) + ")";
+}
+
+// `proto`, `counter`, `chain`, `position` after FAMILY TABLE FLOWTABLE.
+OffloadSpec parse_offload_spec(Arguments& arguments, bool adding) {
   OffloadSpec spec;
   spec.flowtable = parse_flowtable_ref(arguments);
   bool protocol_given = false;
   bool chain_given = false;
+  bool position_given = false;
   while (!arguments.empty()) {
-    const std::string keyword = match_keyword(
-        arguments.take("keyword"), {"proto", "counter", "chain"}, "offload option", "offload");
-    if (keyword == "proto") {
-      if (protocol_given) {
-        throw UsageError("\"proto\" given twice");
+    const std::string keyword =
+        adding ? match_keyword(arguments.take("keyword"), {"proto", "counter", "chain", "position"},
+                               "offload option", "offload")
+               : match_keyword(arguments.take("keyword"), {"proto", "chain"}, "offload option",
+                               "offload");
+    auto once = [&keyword](bool& given) {
+      if (given) {
+        throw UsageError("\"" + keyword + "\" given twice");
       }
-      protocol_given = true;
+      given = true;
+    };
+    if (keyword == "proto") {
+      once(protocol_given);
       const std::string protocol = match_keyword(arguments.take("PROTO (tcp, udp or all)"),
                                                  {"tcp", "udp", "all"}, "protocol", "offload");
       spec.protocol = protocol == "tcp"   ? OffloadProtocol::kTcp
                       : protocol == "udp" ? OffloadProtocol::kUdp
                                           : OffloadProtocol::kAll;
     } else if (keyword == "chain") {
-      if (chain_given) {
-        throw UsageError("\"chain\" given twice");
-      }
-      chain_given = true;
+      once(chain_given);
       spec.chain = arguments.take("CHAIN");
       validate_name(spec.chain, "chain");
+    } else if (keyword == "position") {
+      once(position_given);
+      const std::string where =
+          match_keyword(arguments.take("POSITION (top, bottom, after HANDLE or before HANDLE)"),
+                        {"top", "bottom", "after", "before"}, "position", "offload");
+      if (where == "top") {
+        spec.position = RulePosition::kTop;
+      } else if (where == "bottom") {
+        spec.position = RulePosition::kBottom;
+      } else {
+        spec.position = where == "after" ? RulePosition::kAfter : RulePosition::kBefore;
+        spec.handle = parse_handle(arguments.take("HANDLE"));
+      }
     } else {
       if (spec.counter) {
         throw UsageError("\"counter\" given twice");
@@ -443,24 +496,138 @@ void offload_add(Invocation& invocation, Arguments& arguments) {
       spec.counter = true;
     }
   }
+  return spec;
+}
+
+void offload_add(Invocation& invocation, Arguments& arguments) {
+  const OffloadSpec spec = parse_offload_spec(arguments, true);
   NftClient nft = open_nft(invocation);
   const std::string context = "cannot add offload rule for flowtable " +
                               spec.flowtable.to_string() + " in chain " + spec.chain;
+  OffloadResult result;
   try {
-    nft.add_offload(spec);
+    try {
+      result = nft.add_offload(spec);
+    } catch (const KernelError& error) {
+      // The chain appeared between our look and our exclusive create: look
+      // again (now it exists and is left as it is).
+      if (error.sys_errno() != EEXIST) {
+        throw;
+      }
+      result = nft.add_offload(spec);
+    }
   } catch (const KernelError& error) {
     std::string hint;
     if (error.sys_errno() == ENOENT) {
       hint = diagnose_missing(nft, spec.flowtable, true);
+      if (hint.empty() && spec.handle != 0) {
+        hint = "chain " + spec.chain + " has no rule with handle " + std::to_string(spec.handle);
+      }
     } else if (error.sys_errno() == EEXIST || error.sys_errno() == EBUSY ||
                error.sys_errno() == EOPNOTSUPP) {
       hint = "chain " + spec.chain + " exists with another type, hook or priority";
     }
     fail_with_context(error, context, hint);
   } catch (const Error& error) {
+    std::string hint;
+    if (error.sys_errno() == ENOENT && spec.handle == 0) {
+      hint = diagnose_missing(nft, spec.flowtable, true);
+    }
+    fail_with_context(error, context, hint);
+  }
+  const bool changed = !result.added.empty() || result.chain_created;
+  if (invocation.options.json) {
+    Json added = Json::array();
+    for (const OffloadRule& rule : result.added) {
+      added.push_back(offload_rule_json(rule));
+    }
+    Json present = Json::array();
+    for (const OffloadRule& rule : result.present) {
+      present.push_back(offload_rule_json(rule));
+    }
+    emit_json(invocation, Json{{"changed", changed},
+                               {"chain_created", result.chain_created},
+                               {"added", added},
+                               {"present", present}});
+    return;
+  }
+  for (const OffloadRule& rule : result.present) {
+    invocation.env.out << "already in chain " << table_text(rule.family, rule.table) << " "
+                       << rule.chain << ": " << offload_rule_text(rule) << "\n";
+  }
+  if (!changed) {
+    invocation.env.out << "nothing changed\n";
+  }
+}
+
+void offload_list(Invocation& invocation, Arguments& arguments) {
+  const std::optional<uint8_t> family = optional_family(arguments);
+  std::string table;
+  if (!arguments.empty()) {
+    table = arguments.take("TABLE");
+  }
+  arguments.expect_end();
+  std::vector<OffloadRule> rules;
+  try {
+    rules = open_nft(invocation).list_offload_rules(family, table);
+  } catch (const Error& error) {
+    fail_with_context(error, "cannot list offload rules");
+  }
+  if (invocation.options.json) {
+    Json list = Json::array();
+    for (const OffloadRule& rule : rules) {
+      list.push_back(offload_rule_json(rule));
+    }
+    emit_json(invocation, Json{{"offloads", list}});
+    return;
+  }
+  TextTable text({{"FAMILY"},
+                  {"TABLE"},
+                  {"CHAIN"},
+                  {"PROTO"},
+                  {"FLOWTABLE"},
+                  {"COUNTER"},
+                  {"HANDLE", TextTable::Align::kRight}});
+  for (const OffloadRule& rule : rules) {
+    text.add_row({family_name(rule.family), rule.table, rule.chain, protocol_name(rule.protocol),
+                  rule.flowtable, rule.counter ? "yes" : "no", std::to_string(rule.handle)});
+  }
+  if (!text.empty()) {
+    text.print(invocation.env.out);
+  }
+}
+
+void offload_delete(Invocation& invocation, Arguments& arguments) {
+  const OffloadSpec spec = parse_offload_spec(arguments, false);
+  const FlowtableRef& ref = spec.flowtable;
+  const std::string context = "cannot delete offload rules of flowtable " + ref.to_string();
+  NftClient nft = open_nft(invocation);
+  std::vector<OffloadRule> victims;
+  try {
+    for (OffloadRule& rule : nft.list_offload_rules(ref.family, ref.table, spec.chain)) {
+      const bool protocol_matches =
+          spec.protocol == OffloadProtocol::kAll ||
+          rule.protocol == (spec.protocol == OffloadProtocol::kTcp ? IPPROTO_TCP : IPPROTO_UDP);
+      if (rule.flowtable == ref.flowtable && protocol_matches) {
+        victims.push_back(std::move(rule));
+      }
+    }
+    if (victims.empty()) {
+      std::string hint = diagnose_missing(nft, ref, false);
+      throw Error(hint.empty() ? "chain " + spec.chain + " has no offload rule for it" : hint,
+                  ENOENT);
+    }
+    nft.delete_rules(victims);
+  } catch (const Error& error) {
     fail_with_context(error, context);
   }
-  emit_done(invocation);
+  if (invocation.options.json) {
+    Json list = Json::array();
+    for (const OffloadRule& rule : victims) {
+      list.push_back(offload_rule_json(rule));
+    }
+    emit_json(invocation, Json{{"deleted", list}});
+  }
 }
 
 }  // namespace
@@ -484,8 +651,16 @@ const char* flowtable_usage() {
 const char* offload_usage() {
   return "Usage: flowbulk offload add FAMILY TABLE FLOWTABLE [ proto { tcp | udp | all } ]\n"
          "                            [ counter ] [ chain NAME ]\n"
-         "Adds (or reuses) the chain NAME (default \"forward\": type filter hook forward\n"
-         "priority 0) and appends `meta l4proto P [counter] flow add @FLOWTABLE`.\n";
+         "                            [ position { top | bottom | after HANDLE | before HANDLE } "
+         "]\n"
+         "       flowbulk offload delete FAMILY TABLE FLOWTABLE [ proto { tcp | udp | all } ]\n"
+         "                               [ chain NAME ]\n"
+         "       flowbulk offload list [ FAMILY [ TABLE ] ]\n"
+         "add creates the chain NAME (default \"forward\": type filter hook forward priority\n"
+         "0) only if it does not exist, and never changes an existing chain's policy or\n"
+         "rules. It inserts `meta l4proto P [counter] flow add @FLOWTABLE` per protocol\n"
+         "that has none yet, at the top by default: offloaded flows skip the chain's\n"
+         "later rules.\n";
 }
 
 void do_table(Invocation& invocation, Arguments& arguments) {
@@ -523,13 +698,17 @@ void do_flowtable(Invocation& invocation, Arguments& arguments) {
 }
 
 void do_offload(Invocation& invocation, Arguments& arguments) {
-  std::string command =
-      match_keyword(arguments.take("COMMAND"), {"add", "help"}, "offload command", "offload");
+  std::string command = match_keyword(arguments.take("COMMAND"), {"add", "delete", "list", "help"},
+                                      "offload command", "offload");
   if (!arguments.empty() && arguments.peek() == "help") {
     command = "help";  // `flowbulk OBJECT COMMAND help`
   }
   if (command == "add") {
     offload_add(invocation, arguments);
+  } else if (command == "delete") {
+    offload_delete(invocation, arguments);
+  } else if (command == "list") {
+    offload_list(invocation, arguments);
   } else {
     invocation.env.out << offload_usage();
   }

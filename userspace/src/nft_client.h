@@ -21,13 +21,58 @@ struct FlowtableSpec {
 
 enum class OffloadProtocol { kTcp, kUdp, kAll };
 
+// Where new offload rules go in the chain.
+enum class RulePosition {
+  kTop,     // before every rule (the default)
+  kBottom,  // after every rule
+  kAfter,   // right after the rule with `handle`
+  kBefore,  // right before the rule with `handle`
+};
+
 // The forward chain and its `meta l4proto P flow add @FLOWTABLE` rule(s).
 struct OffloadSpec {
   FlowtableRef flowtable;
   OffloadProtocol protocol = OffloadProtocol::kAll;
   bool counter = false;
   std::string chain = "forward";
+  RulePosition position = RulePosition::kTop;
+  uint64_t handle = 0;  // for kAfter and kBefore
 };
+
+// A rule of the shape offload add makes: `meta l4proto P [counter] flow add
+// @FLOWTABLE` (whoever wrote it: nft makes the same expressions).
+struct OffloadRule {
+  uint8_t family = 0;
+  std::string table;
+  std::string chain;
+  uint64_t handle = 0;
+  std::string flowtable;
+  uint8_t protocol = 0;  // IPPROTO_TCP or IPPROTO_UDP
+  bool counter = false;
+};
+
+// What add_offload did.
+struct OffloadResult {
+  bool chain_created = false;
+  std::vector<OffloadRule> added;    // with the handles the kernel gave them
+  std::vector<OffloadRule> present;  // already there: left as they are
+};
+
+// A chain as the kernel lists it.
+struct ChainInfo {
+  std::string name;
+  uint64_t handle = 0;
+  bool base = false;
+  std::string type;
+  uint32_t hooknum = 0;
+  int32_t priority = 0;
+  uint32_t policy = 0;
+};
+
+// nftnl getters return NULL for an attribute the kernel did not send.
+inline std::string text_or_empty(const char* text) {
+  return text == nullptr ? std::string() : std::string(text);
+}
 
 // nftables objects through libnftnl messages sent in nfnetlink batches, so
 // each command is one transaction: it applies entirely or not at all, as
@@ -45,7 +90,19 @@ class NftClient {
   void delete_flowtable(const FlowtableRef& ref);
   std::vector<NftnlFlowtablePtr> list_flowtables(std::optional<uint8_t> family);
 
-  void add_offload(const OffloadSpec& spec);
+  // Never touches an existing chain: it is created (exclusively, with no
+  // policy: the kernel's default accept) only when it does not exist. Rules
+  // already there for the flowtable and protocol are kept, not added again.
+  OffloadResult add_offload(const OffloadSpec& spec);
+  // The offload rules of a family (every family: nullopt), optionally of one
+  // table and chain.
+  std::vector<OffloadRule> list_offload_rules(std::optional<uint8_t> family,
+                                              const std::string& table = {},
+                                              const std::string& chain = {});
+  // Deletes rules by handle, in one transaction.
+  void delete_rules(const std::vector<OffloadRule>& rules);
+  std::optional<ChainInfo> find_chain(uint8_t family, const std::string& table,
+                                      const std::string& name);
 
   bool table_exists(uint8_t family, const std::string& name);
   bool flowtable_exists(const FlowtableRef& ref);

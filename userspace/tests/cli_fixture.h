@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "fake_kernel.h"
+#include "fake_nft_kernel.h"
 #include "replay_transport.h"
 
 namespace flowbulk::testing {
@@ -76,6 +77,11 @@ class CliTest : public ::testing::Test {
   }
 
   ReplayTransport& genl() { return transports_.transport(NETLINK_GENERIC); }
+  // nf_tables answered by the semantic fake instead of a script.
+  FakeNftKernel& nft_kernel() {
+    transports_.serve(NETLINK_NETFILTER, nft_kernel_);
+    return nft_kernel_;
+  }
   ReplayTransport& nft() { return transports_.transport(NETLINK_NETFILTER); }
   bool nothing_opened() const {
     return transports_.opened(NETLINK_GENERIC) == 0 && transports_.opened(NETLINK_NETFILTER) == 0;
@@ -84,6 +90,7 @@ class CliTest : public ::testing::Test {
   std::string err() const { return err_.str(); }
 
   ReplayTransportFactory transports_;
+  FakeNftKernel nft_kernel_;
   std::ostringstream out_;
   std::ostringstream err_;
   std::istringstream in_;

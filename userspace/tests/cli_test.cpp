@@ -447,33 +447,6 @@ TEST_F(CliTest, FlowtableDeleteDetachesWhenModuleLoaded) {
   EXPECT_EQ(Json::parse(out())["ok"], true);
 }
 
-TEST_F(CliTest, OffloadAddDefaultsToAllProtocols) {
-  nft().expect(ack_all());
-  EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
-  auto messages = messages_of(nft().sent().at(0));
-  ASSERT_EQ(messages.size(), 5U);  // begin, chain, tcp rule, udp rule, end
-  EXPECT_EQ(nft_type(messages[1]), NFT_MSG_NEWCHAIN);
-  EXPECT_EQ(nft_type(messages[2]), NFT_MSG_NEWRULE);
-  EXPECT_EQ(nft_type(messages[3]), NFT_MSG_NEWRULE);
-}
-
-TEST_F(CliTest, OffloadAddMissingFlowtable) {
-  nft().expect(fail_message(2, ENOENT));
-  nft().expect(dump_reply([](const nlmsghdr& request) {
-    std::vector<uint8_t> buffer(4096);
-    nlmsghdr* header =
-        nftnl_nlmsg_build_hdr(reinterpret_cast<char*>(buffer.data()), NFT_MSG_NEWTABLE,
-                              NFPROTO_INET, NLM_F_MULTI, request.nlmsg_seq);
-    NftnlTablePtr table(nftnl_table_alloc());
-    nftnl_table_set_str(table.get(), NFTNL_TABLE_NAME, "fw");
-    nftnl_table_nlmsg_build_payload(header, table.get());
-    return std::vector<Datagram>{Datagram(buffer.begin(), buffer.begin() + header->nlmsg_len)};
-  }));
-  nft().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
-  EXPECT_EQ(run({"offload", "add", "inet", "fw", "nope", "proto", "tcp"}), kExitFailure);
-  EXPECT_NE(err().find("flowtable inet fw nope does not exist"), std::string::npos) << err();
-}
-
 TEST_F(CliTest, PermissionErrorIsReported) {
   nft().expect([](std::span<const uint8_t> sent) {
     return std::vector<Datagram>{error_reply(*messages_of(sent).at(0), EPERM)};

@@ -10,10 +10,10 @@
 
 namespace flowbulk {
 
-// A scripted kernel for unit tests. Each send() consumes the next expected
-// exchange; its responder sees the request (so replies can carry the right
-// sequence numbers and tests can assert on what was built) and returns the
-// datagrams that later receive() calls hand out, in order.
+// A scripted kernel for unit tests (never part of the tool itself). Each send() consumes the next
+// expected exchange; its responder sees the request (so replies can carry the right sequence
+// numbers and tests can assert on what was built) and returns the datagrams that later receive()
+// calls hand out, in order.
 class ReplayTransport final : public Transport {
  public:
   using Responder = std::function<std::vector<Datagram>(std::span<const uint8_t> request)>;
@@ -43,12 +43,16 @@ class ReplayTransport final : public Transport {
 class ReplayTransportFactory final : public TransportFactory {
  public:
   ReplayTransport& transport(int netlink_protocol);
+  // From now on open(netlink_protocol) talks to `target` (a semantic fake
+  // kernel) instead of the script.
+  void serve(int netlink_protocol, Transport& target) { served_[netlink_protocol] = &target; }
   std::unique_ptr<Transport> open(int netlink_protocol) override;
   int opened(int netlink_protocol) const;
 
  private:
   std::map<int, std::unique_ptr<ReplayTransport>> transports_;
   std::map<int, int> open_count_;
+  std::map<int, Transport*> served_;
 };
 
 }  // namespace flowbulk

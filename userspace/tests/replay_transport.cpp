@@ -34,13 +34,13 @@ namespace {
 // open() returns owning pointers; this forwards to the factory-owned script.
 class BorrowedTransport final : public Transport {
  public:
-  explicit BorrowedTransport(ReplayTransport& target) : target_(target) {}
+  explicit BorrowedTransport(Transport& target) : target_(target) {}
   void send(std::span<const uint8_t> datagram) override { target_.send(datagram); }
   Datagram receive() override { return target_.receive(); }
   uint32_t port_id() const override { return target_.port_id(); }
 
  private:
-  ReplayTransport& target_;
+  Transport& target_;
 };
 
 }  // namespace
@@ -55,6 +55,9 @@ ReplayTransport& ReplayTransportFactory::transport(int netlink_protocol) {
 
 std::unique_ptr<Transport> ReplayTransportFactory::open(int netlink_protocol) {
   ++open_count_[netlink_protocol];
+  if (auto served = served_.find(netlink_protocol); served != served_.end()) {
+    return std::make_unique<BorrowedTransport>(*served->second);
+  }
   return std::make_unique<BorrowedTransport>(transport(netlink_protocol));
 }
 

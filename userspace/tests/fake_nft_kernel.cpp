@@ -1,0 +1,594 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "fake_nft_kernel.h"
+
+#include <libmnl/libmnl.h>
+#include <libnftnl/common.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "error.h"
+#include "fake_kernel.h"
+#include "raii.h"
+
+namespace flowbulk::testing {
+
+namespace {
+
+uint8_t family_of(const nlmsghdr& message) {
+  return static_cast<const nfgenmsg*>(mnl_nlmsg_get_payload(&message))->nfgen_family;
+}
+
+bool family_matches(uint8_t wanted, uint8_t family) {
+  return wanted == NFPROTO_UNSPEC || wanted == family;
+}
+
+std::string str_or_empty(const char* text) {
+  return text == nullptr ? std::string() : std::string(text);
+}
+
+// A reply message built by libnftnl, as the kernel's dump would carry it.
+class Reply {
+ public:
+  Reply(uint16_t type, uint8_t family, const nlmsghdr& request)
+      : buffer_(16384),
+        header_(nftnl_nlmsg_build_hdr(reinterpret_cast<char*>(buffer_.data()), type, family,
+                                      NLM_F_MULTI, request.nlmsg_seq)) {
+    header_->nlmsg_pid = request.nlmsg_pid;
+  }
+  nlmsghdr* header() { return header_; }
+  Datagram datagram() const {
+    return Datagram(buffer_.begin(), buffer_.begin() + header_->nlmsg_len);
+  }
+
+ private:
+  std::vector<uint8_t> buffer_;
+  nlmsghdr* header_;
+};
+
+NftnlRulePtr parse_rule(const Datagram& message) {
+  NftnlRulePtr rule(nftnl_rule_alloc());
+  nftnl_rule_nlmsg_parse(reinterpret_cast<const nlmsghdr*>(message.data()), rule.get());
+  return rule;
+}
+
+// The flowtables a rule refers to (flow add @NAME).
+std::vector<std::string> flowtables_used(const Datagram& message) {
+  std::vector<std::string> names;
+  NftnlRulePtr rule = parse_rule(message);
+  nftnl_expr_iter* iter = nftnl_expr_iter_create(rule.get());
+  for (nftnl_expr* expr = nftnl_expr_iter_next(iter); expr != nullptr;
+       expr = nftnl_expr_iter_next(iter)) {
+    if (str_or_empty(nftnl_expr_get_str(expr, NFTNL_EXPR_NAME)) == "flow_offload") {
+      names.push_back(str_or_empty(nftnl_expr_get_str(expr, NFTNL_EXPR_FLOW_TABLE_NAME)));
+    }
+  }
+  nftnl_expr_iter_destroy(iter);
+  return names;
+}
+
+class Transaction {
+ public:
+  explicit Transaction(FakeNftKernel::State& state) : s_(state) {}
+
+  int apply(const nlmsghdr& message) {
+    const uint8_t family = family_of(message);
+    const uint16_t flags = message.nlmsg_flags;
+    switch (message.nlmsg_type & 0xff) {
+      case NFT_MSG_NEWTABLE: {
+        NftnlTablePtr parsed(nftnl_table_alloc());
+        nftnl_table_nlmsg_parse(&message, parsed.get());
+        const std::string name = str_or_empty(nftnl_table_get_str(parsed.get(), NFTNL_TABLE_NAME));
+        if (table(family, name) != nullptr) {
+          return (flags & NLM_F_EXCL) != 0 ? EEXIST : 0;
+        }
+        s_.tables.push_back(
+            {.family = family, .name = name, .handle = s_.next_table_handle++, .next_handle = 1});
+        return 0;
+      }
+      case NFT_MSG_DELTABLE: {
+        NftnlTablePtr parsed(nftnl_table_alloc());
+        nftnl_table_nlmsg_parse(&message, parsed.get());
+        const std::string name = str_or_empty(nftnl_table_get_str(parsed.get(), NFTNL_TABLE_NAME));
+        if (table(family, name) == nullptr) {
+          return ENOENT;
+        }
+        auto in_table = [&](const auto& object) {
+          return object.family == family && object.table == name;
+        };
+        std::erase_if(s_.rules, in_table);
+        std::erase_if(s_.chains, in_table);
+        std::erase_if(s_.flowtables, in_table);
+        std::erase_if(s_.tables, [&](const FakeNftKernel::Table& table) {
+          return table.family == family && table.name == name;
+        });
+        return 0;
+      }
+      case NFT_MSG_NEWCHAIN:
+        return new_chain(message, family, flags);
+      case NFT_MSG_NEWRULE:
+        return new_rule(message, family, flags);
+      case NFT_MSG_DELRULE:
+        return delete_rule(message, family);
+      case NFT_MSG_NEWFLOWTABLE: {
+        NftnlFlowtablePtr parsed(nftnl_flowtable_alloc());
+        nftnl_flowtable_nlmsg_parse(&message, parsed.get());
+        const std::string table_name =
+            str_or_empty(nftnl_flowtable_get_str(parsed.get(), NFTNL_FLOWTABLE_TABLE));
+        const std::string name =
+            str_or_empty(nftnl_flowtable_get_str(parsed.get(), NFTNL_FLOWTABLE_NAME));
+        FakeNftKernel::Table* owner = table(family, table_name);
+        if (owner == nullptr) {
+          return ENOENT;
+        }
+        if (flowtable(family, table_name, name) != nullptr) {
+          return (flags & NLM_F_EXCL) != 0 ? EEXIST : 0;
+        }
+        FakeNftKernel::Flowtable created{.family = family,
+                                         .table = table_name,
+                                         .name = name,
+                                         .handle = owner->next_handle++,
+                                         .priority = 0,
+                                         .devices = {}};
+        if (nftnl_flowtable_is_set(parsed.get(), NFTNL_FLOWTABLE_PRIO)) {
+          created.priority = nftnl_flowtable_get_s32(parsed.get(), NFTNL_FLOWTABLE_PRIO);
+        }
+        if (nftnl_flowtable_is_set(parsed.get(), NFTNL_FLOWTABLE_DEVICES)) {
+          const char* const* devices =
+              nftnl_flowtable_get_array(parsed.get(), NFTNL_FLOWTABLE_DEVICES);
+          for (size_t i = 0; devices != nullptr && devices[i] != nullptr; ++i) {
+            created.devices.emplace_back(devices[i]);
+          }
+        }
+        s_.flowtables.push_back(std::move(created));
+        return 0;
+      }
+      case NFT_MSG_DELFLOWTABLE: {
+        NftnlFlowtablePtr parsed(nftnl_flowtable_alloc());
+        nftnl_flowtable_nlmsg_parse(&message, parsed.get());
+        const std::string table_name =
+            str_or_empty(nftnl_flowtable_get_str(parsed.get(), NFTNL_FLOWTABLE_TABLE));
+        const std::string name =
+            str_or_empty(nftnl_flowtable_get_str(parsed.get(), NFTNL_FLOWTABLE_NAME));
+        if (flowtable(family, table_name, name) == nullptr) {
+          return ENOENT;
+        }
+        for (const auto& rule : s_.rules) {
+          if (rule.family == family && rule.table == table_name) {
+            auto used = flowtables_used(rule.message);
+            if (std::find(used.begin(), used.end(), name) != used.end()) {
+              return EBUSY;
+            }
+          }
+        }
+        std::erase_if(s_.flowtables, [&](const FakeNftKernel::Flowtable& flowtable) {
+          return flowtable.family == family && flowtable.table == table_name &&
+                 flowtable.name == name;
+        });
+        return 0;
+      }
+      default:
+        return EOPNOTSUPP;
+    }
+  }
+
+ private:
+  FakeNftKernel::Table* table(uint8_t family, const std::string& name) {
+    for (auto& table : s_.tables) {
+      if (table.family == family && table.name == name) {
+        return &table;
+      }
+    }
+    return nullptr;
+  }
+  FakeNftKernel::Chain* chain(uint8_t family, const std::string& table_name,
+                              const std::string& name) {
+    for (auto& chain : s_.chains) {
+      if (chain.family == family && chain.table == table_name && chain.name == name) {
+        return &chain;
+      }
+    }
+    return nullptr;
+  }
+  FakeNftKernel::Flowtable* flowtable(uint8_t family, const std::string& table_name,
+                                      const std::string& name) {
+    for (auto& flowtable : s_.flowtables) {
+      if (flowtable.family == family && flowtable.table == table_name && flowtable.name == name) {
+        return &flowtable;
+      }
+    }
+    return nullptr;
+  }
+
+  // nf_tables_newchain / nf_tables_updchain.
+  int new_chain(const nlmsghdr& message, uint8_t family, uint16_t flags) {
+    NftnlChainPtr parsed(nftnl_chain_alloc());
+    nftnl_chain_nlmsg_parse(&message, parsed.get());
+    const std::string table_name =
+        str_or_empty(nftnl_chain_get_str(parsed.get(), NFTNL_CHAIN_TABLE));
+    const std::string name = str_or_empty(nftnl_chain_get_str(parsed.get(), NFTNL_CHAIN_NAME));
+    FakeNftKernel::Table* owner = table(family, table_name);
+    if (owner == nullptr) {
+      return ENOENT;
+    }
+    const bool hook = nftnl_chain_is_set(parsed.get(), NFTNL_CHAIN_HOOKNUM);
+    const bool policy = nftnl_chain_is_set(parsed.get(), NFTNL_CHAIN_POLICY);
+    if (FakeNftKernel::Chain* existing = chain(family, table_name, name)) {
+      if ((flags & NLM_F_EXCL) != 0) {
+        return EEXIST;
+      }
+      if ((flags & NLM_F_REPLACE) != 0) {
+        return EOPNOTSUPP;
+      }
+      if (hook) {
+        if (!existing->base ||
+            existing->hooknum != nftnl_chain_get_u32(parsed.get(), NFTNL_CHAIN_HOOKNUM) ||
+            existing->priority != nftnl_chain_get_s32(parsed.get(), NFTNL_CHAIN_PRIO)) {
+          return EEXIST;
+        }
+      }
+      if (policy) {
+        if (!existing->base) {
+          return EOPNOTSUPP;
+        }
+        existing->policy = nftnl_chain_get_u32(parsed.get(), NFTNL_CHAIN_POLICY);  // the update
+      }
+      return 0;
+    }
+    if (policy && !hook) {
+      return EOPNOTSUPP;
+    }
+    FakeNftKernel::Chain created{.family = family,
+                                 .table = table_name,
+                                 .name = name,
+                                 .handle = owner->next_handle++,
+                                 .base = hook,
+                                 .type = {},
+                                 .hooknum = 0,
+                                 .priority = 0,
+                                 .policy = NF_ACCEPT};
+    if (hook) {
+      created.type = nftnl_chain_is_set(parsed.get(), NFTNL_CHAIN_TYPE)
+                         ? nftnl_chain_get_str(parsed.get(), NFTNL_CHAIN_TYPE)
+                         : "filter";
+      created.hooknum = nftnl_chain_get_u32(parsed.get(), NFTNL_CHAIN_HOOKNUM);
+      created.priority = nftnl_chain_get_s32(parsed.get(), NFTNL_CHAIN_PRIO);
+      if (policy) {
+        created.policy = nftnl_chain_get_u32(parsed.get(), NFTNL_CHAIN_POLICY);
+      }
+    }
+    s_.chains.push_back(std::move(created));
+    return 0;
+  }
+
+  // nf_tables_newrule: APPEND after POSITION (or at the end), otherwise
+  // before POSITION (or at the start).
+  int new_rule(const nlmsghdr& message, uint8_t family, uint16_t flags) {
+    Datagram bytes(reinterpret_cast<const uint8_t*>(&message),
+                   reinterpret_cast<const uint8_t*>(&message) + message.nlmsg_len);
+    NftnlRulePtr parsed = parse_rule(bytes);
+    const std::string table_name = str_or_empty(nftnl_rule_get_str(parsed.get(), NFTNL_RULE_TABLE));
+    const std::string chain_name = str_or_empty(nftnl_rule_get_str(parsed.get(), NFTNL_RULE_CHAIN));
+    FakeNftKernel::Table* owner = table(family, table_name);
+    if (owner == nullptr || chain(family, table_name, chain_name) == nullptr) {
+      return ENOENT;
+    }
+    for (const std::string& used : flowtables_used(bytes)) {
+      if (flowtable(family, table_name, used) == nullptr) {
+        return ENOENT;
+      }
+    }
+    auto in_chain = [&](const FakeNftKernel::Rule& rule) {
+      return rule.family == family && rule.table == table_name && rule.chain == chain_name;
+    };
+    auto where = s_.rules.end();
+    const bool append = (flags & NLM_F_APPEND) != 0;
+    if (nftnl_rule_is_set(parsed.get(), NFTNL_RULE_POSITION)) {
+      const uint64_t position = nftnl_rule_get_u64(parsed.get(), NFTNL_RULE_POSITION);
+      where = std::find_if(s_.rules.begin(), s_.rules.end(), [&](const auto& rule) {
+        return in_chain(rule) && rule.handle == position;
+      });
+      if (where == s_.rules.end()) {
+        return ENOENT;
+      }
+      if (append) {
+        ++where;
+      }
+    } else if (append) {
+      auto last = std::find_if(s_.rules.rbegin(), s_.rules.rend(), in_chain);
+      where = last == s_.rules.rend() ? s_.rules.end() : last.base();
+    } else {
+      where = std::find_if(s_.rules.begin(), s_.rules.end(), in_chain);
+    }
+    s_.rules.insert(where, FakeNftKernel::Rule{.family = family,
+                                               .table = table_name,
+                                               .chain = chain_name,
+                                               .handle = owner->next_handle++,
+                                               .message = std::move(bytes)});
+    return 0;
+  }
+
+  int delete_rule(const nlmsghdr& message, uint8_t family) {
+    NftnlRulePtr parsed(nftnl_rule_alloc());
+    nftnl_rule_nlmsg_parse(&message, parsed.get());
+    const std::string table_name = str_or_empty(nftnl_rule_get_str(parsed.get(), NFTNL_RULE_TABLE));
+    const std::string chain_name = str_or_empty(nftnl_rule_get_str(parsed.get(), NFTNL_RULE_CHAIN));
+    if (table(family, table_name) == nullptr || chain(family, table_name, chain_name) == nullptr) {
+      return ENOENT;
+    }
+    auto in_chain = [&](const FakeNftKernel::Rule& rule) {
+      return rule.family == family && rule.table == table_name && rule.chain == chain_name;
+    };
+    if (!nftnl_rule_is_set(parsed.get(), NFTNL_RULE_HANDLE)) {
+      std::erase_if(s_.rules, in_chain);  // flush the chain
+      return 0;
+    }
+    const uint64_t handle = nftnl_rule_get_u64(parsed.get(), NFTNL_RULE_HANDLE);
+    const size_t erased = std::erase_if(
+        s_.rules, [&](const auto& rule) { return in_chain(rule) && rule.handle == handle; });
+    return erased == 0 ? ENOENT : 0;
+  }
+
+  FakeNftKernel::State& s_;
+};
+
+}  // namespace
+
+void FakeNftKernel::send(std::span<const uint8_t> datagram) {
+  const auto messages = messages_of(datagram);
+  if (messages.empty()) {
+    throw Error("fake nf_tables: empty datagram", EINVAL);
+  }
+  if (messages.front()->nlmsg_type == NFNL_MSG_BATCH_BEGIN) {
+    for (Datagram& reply : answer_batch(datagram)) {
+      pending_.push_back(std::move(reply));
+    }
+    return;
+  }
+  for (const nlmsghdr* message : messages) {
+    if ((message->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP) {
+      pending_.push_back(answer_dump(*message));
+    } else {
+      pending_.push_back(error_reply(*message, EOPNOTSUPP));
+    }
+  }
+}
+
+Datagram FakeNftKernel::receive() {
+  if (pending_.empty()) {
+    throw Error("fake nf_tables: receive() with nothing to answer", ETIMEDOUT);
+  }
+  Datagram reply = std::move(pending_.front());
+  pending_.erase(pending_.begin());
+  return reply;
+}
+
+std::vector<Datagram> FakeNftKernel::answer_batch(std::span<const uint8_t> datagram) {
+  ++batches_;
+  const auto messages = messages_of(datagram);
+  std::vector<Datagram> replies;
+  if (messages.back()->nlmsg_type != NFNL_MSG_BATCH_END) {
+    replies.push_back(error_reply(*messages.front(), EINVAL));
+    return replies;
+  }
+  State next = state_;  // the transaction: committed only if all succeed
+  Transaction transaction(next);
+  bool failed = false;
+  for (size_t i = 1; i + 1 < messages.size(); ++i) {
+    const nlmsghdr& message = *messages[i];
+    const int error = transaction.apply(message);
+    failed = failed || error != 0;
+    if (error != 0) {
+      replies.push_back(error_reply(message, error));
+    } else if ((message.nlmsg_flags & NLM_F_ACK) != 0) {
+      replies.push_back(ack(message));
+    }
+  }
+  if (!failed) {
+    state_ = std::move(next);
+  }
+  return replies;
+}
+
+Datagram FakeNftKernel::answer_dump(const nlmsghdr& request) {
+  const uint8_t wanted = family_of(request);
+  std::vector<Datagram> parts;
+  switch (request.nlmsg_type & 0xff) {
+    case NFT_MSG_GETTABLE:
+      for (const Table& table : state_.tables) {
+        if (!family_matches(wanted, table.family)) {
+          continue;
+        }
+        Reply reply(NFT_MSG_NEWTABLE, table.family, request);
+        NftnlTablePtr object(nftnl_table_alloc());
+        nftnl_table_set_str(object.get(), NFTNL_TABLE_NAME, table.name.c_str());
+        nftnl_table_set_u64(object.get(), NFTNL_TABLE_HANDLE, table.handle);
+        nftnl_table_set_u32(object.get(), NFTNL_TABLE_FLAGS, 0);
+        nftnl_table_nlmsg_build_payload(reply.header(), object.get());
+        parts.push_back(reply.datagram());
+      }
+      break;
+    case NFT_MSG_GETCHAIN:
+      for (const Chain& chain : state_.chains) {
+        if (!family_matches(wanted, chain.family)) {
+          continue;
+        }
+        Reply reply(NFT_MSG_NEWCHAIN, chain.family, request);
+        NftnlChainPtr object(nftnl_chain_alloc());
+        nftnl_chain_set_str(object.get(), NFTNL_CHAIN_TABLE, chain.table.c_str());
+        nftnl_chain_set_str(object.get(), NFTNL_CHAIN_NAME, chain.name.c_str());
+        nftnl_chain_set_u64(object.get(), NFTNL_CHAIN_HANDLE, chain.handle);
+        if (chain.base) {
+          nftnl_chain_set_str(object.get(), NFTNL_CHAIN_TYPE, chain.type.c_str());
+          nftnl_chain_set_u32(object.get(), NFTNL_CHAIN_HOOKNUM, chain.hooknum);
+          nftnl_chain_set_s32(object.get(), NFTNL_CHAIN_PRIO, chain.priority);
+          nftnl_chain_set_u32(object.get(), NFTNL_CHAIN_POLICY, chain.policy);
+        }
+        nftnl_chain_nlmsg_build_payload(reply.header(), object.get());
+        parts.push_back(reply.datagram());
+      }
+      break;
+    case NFT_MSG_GETRULE: {
+      NftnlRulePtr filter(nftnl_rule_alloc());
+      nftnl_rule_nlmsg_parse(&request, filter.get());
+      const std::string table = str_or_empty(nftnl_rule_get_str(filter.get(), NFTNL_RULE_TABLE));
+      const std::string chain = str_or_empty(nftnl_rule_get_str(filter.get(), NFTNL_RULE_CHAIN));
+      for (const Rule& rule : state_.rules) {
+        if (!family_matches(wanted, rule.family) || (!table.empty() && rule.table != table) ||
+            (!chain.empty() && rule.chain != chain)) {
+          continue;
+        }
+        Reply reply(NFT_MSG_NEWRULE, rule.family, request);
+        NftnlRulePtr object = parse_rule(rule.message);
+        nftnl_rule_set_u64(object.get(), NFTNL_RULE_HANDLE, rule.handle);
+        nftnl_rule_unset(object.get(), NFTNL_RULE_POSITION);
+        nftnl_rule_nlmsg_build_payload(reply.header(), object.get());
+        parts.push_back(reply.datagram());
+      }
+      break;
+    }
+    case NFT_MSG_GETFLOWTABLE:
+      for (const Flowtable& flowtable : state_.flowtables) {
+        if (!family_matches(wanted, flowtable.family)) {
+          continue;
+        }
+        Reply reply(NFT_MSG_NEWFLOWTABLE, flowtable.family, request);
+        NftnlFlowtablePtr object(nftnl_flowtable_alloc());
+        nftnl_flowtable_set_str(object.get(), NFTNL_FLOWTABLE_TABLE, flowtable.table.c_str());
+        nftnl_flowtable_set_str(object.get(), NFTNL_FLOWTABLE_NAME, flowtable.name.c_str());
+        nftnl_flowtable_set_u64(object.get(), NFTNL_FLOWTABLE_HANDLE, flowtable.handle);
+        nftnl_flowtable_set_u32(object.get(), NFTNL_FLOWTABLE_HOOKNUM, NF_NETDEV_INGRESS);
+        nftnl_flowtable_set_s32(object.get(), NFTNL_FLOWTABLE_PRIO, flowtable.priority);
+        std::vector<const char*> devices;
+        for (const std::string& device : flowtable.devices) {
+          devices.push_back(device.c_str());
+        }
+        devices.push_back(nullptr);
+        nftnl_flowtable_set_array(object.get(), NFTNL_FLOWTABLE_DEVICES, devices.data());
+        nftnl_flowtable_nlmsg_build_payload(reply.header(), object.get());
+        parts.push_back(reply.datagram());
+      }
+      break;
+    default:
+      return error_reply(request, EOPNOTSUPP);
+  }
+  parts.push_back(done(request));
+  return concat(parts);
+}
+
+void FakeNftKernel::add_table(uint8_t family, const std::string& name) {
+  state_.tables.push_back(
+      {.family = family, .name = name, .handle = state_.next_table_handle++, .next_handle = 1});
+}
+
+void FakeNftKernel::add_base_chain(uint8_t family, const std::string& table,
+                                   const std::string& name, uint32_t hooknum, int32_t priority,
+                                   uint32_t policy) {
+  for (Table& owner : state_.tables) {
+    if (owner.family == family && owner.name == table) {
+      state_.chains.push_back({.family = family,
+                               .table = table,
+                               .name = name,
+                               .handle = owner.next_handle++,
+                               .base = true,
+                               .type = "filter",
+                               .hooknum = hooknum,
+                               .priority = priority,
+                               .policy = policy});
+      return;
+    }
+  }
+  throw Error("fake nf_tables: no table " + table);
+}
+
+void FakeNftKernel::add_flowtable(uint8_t family, const std::string& table,
+                                  const std::string& name) {
+  for (Table& owner : state_.tables) {
+    if (owner.family == family && owner.name == table) {
+      state_.flowtables.push_back({.family = family,
+                                   .table = table,
+                                   .name = name,
+                                   .handle = owner.next_handle++,
+                                   .priority = 0,
+                                   .devices = {"eth0"}});
+      return;
+    }
+  }
+  throw Error("fake nf_tables: no table " + table);
+}
+
+uint64_t FakeNftKernel::add_verdict_rule(uint8_t family, const std::string& table,
+                                         const std::string& chain, uint32_t verdict) {
+  NftnlRulePtr rule(nftnl_rule_alloc());
+  nftnl_rule_set_str(rule.get(), NFTNL_RULE_TABLE, table.c_str());
+  nftnl_rule_set_str(rule.get(), NFTNL_RULE_CHAIN, chain.c_str());
+  nftnl_expr* immediate = nftnl_expr_alloc("immediate");
+  nftnl_expr_set_u32(immediate, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
+  nftnl_expr_set_u32(immediate, NFTNL_EXPR_IMM_VERDICT, verdict);
+  nftnl_rule_add_expr(rule.get(), immediate);
+  std::vector<uint8_t> buffer(4096);
+  nlmsghdr* header = nftnl_nlmsg_build_hdr(reinterpret_cast<char*>(buffer.data()), NFT_MSG_NEWRULE,
+                                           family, NLM_F_APPEND, 0);
+  nftnl_rule_nlmsg_build_payload(header, rule.get());
+  for (Table& owner : state_.tables) {
+    if (owner.family == family && owner.name == table) {
+      const uint64_t handle = owner.next_handle++;
+      state_.rules.push_back(
+          {.family = family,
+           .table = table,
+           .chain = chain,
+           .handle = handle,
+           .message = Datagram(buffer.begin(), buffer.begin() + header->nlmsg_len)});
+      return handle;
+    }
+  }
+  throw Error("fake nf_tables: no table " + table);
+}
+
+std::optional<FakeNftKernel::Chain> FakeNftKernel::chain(uint8_t family, const std::string& table,
+                                                         const std::string& name) const {
+  for (const Chain& chain : state_.chains) {
+    if (chain.family == family && chain.table == table && chain.name == name) {
+      return chain;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> FakeNftKernel::rules(uint8_t family, const std::string& table,
+                                              const std::string& chain) const {
+  std::vector<std::string> result;
+  for (const Rule& rule : state_.rules) {
+    if (rule.family != family || rule.table != table || rule.chain != chain) {
+      continue;
+    }
+    std::string text = std::to_string(rule.handle) + ":";
+    NftnlRulePtr parsed = parse_rule(rule.message);
+    nftnl_expr_iter* iter = nftnl_expr_iter_create(parsed.get());
+    for (nftnl_expr* expr = nftnl_expr_iter_next(iter); expr != nullptr;
+         expr = nftnl_expr_iter_next(iter)) {
+      const std::string name = str_or_empty(nftnl_expr_get_str(expr, NFTNL_EXPR_NAME));
+      text += " " + name;
+      if (name == "cmp") {
+        uint32_t length = 0;
+        const auto* data =
+            static_cast<const uint8_t*>(nftnl_expr_get(expr, NFTNL_EXPR_CMP_DATA, &length));
+        text += " " + std::to_string(length > 0 ? data[0] : 0);
+      } else if (name == "flow_offload") {
+        text += " @" + str_or_empty(nftnl_expr_get_str(expr, NFTNL_EXPR_FLOW_TABLE_NAME));
+      } else if (name == "immediate") {
+        const auto verdict = static_cast<int32_t>(nftnl_expr_get_u32(expr, NFTNL_EXPR_IMM_VERDICT));
+        text += verdict == NF_ACCEPT ? " accept" : verdict == NF_DROP ? " drop" : " other";
+      }
+    }
+    nftnl_expr_iter_destroy(iter);
+    result.push_back(text);
+  }
+  return result;
+}
+
+}  // namespace flowbulk::testing

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// A semantic nf_tables for unit tests: it keeps tables, chains, flowtables
+// and rules with their attributes, applies each batch as one transaction
+// (all or nothing) with the kernel's rules for EXCL, updates, positions and
+// handles, and answers dumps from what it holds. A test can therefore assert
+// on the resulting state ("the policy is still drop"), not on the bytes a
+// command happened to send.
+
+#include <linux/netlink.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "transport.h"
+
+namespace flowbulk::testing {
+
+class FakeNftKernel final : public Transport {
+ public:
+  struct Table {
+    uint8_t family = 0;
+    std::string name;
+    uint64_t handle = 0;
+    uint64_t next_handle = 1;  // chains, rules, flowtables of this table
+  };
+  struct Chain {
+    uint8_t family = 0;
+    std::string table;
+    std::string name;
+    uint64_t handle = 0;
+    bool base = false;
+    std::string type;
+    uint32_t hooknum = 0;
+    int32_t priority = 0;
+    uint32_t policy = 1;  // NF_ACCEPT
+  };
+  struct Flowtable {
+    uint8_t family = 0;
+    std::string table;
+    std::string name;
+    uint64_t handle = 0;
+    int32_t priority = 0;
+    std::vector<std::string> devices;
+  };
+  struct Rule {
+    uint8_t family = 0;
+    std::string table;
+    std::string chain;
+    uint64_t handle = 0;
+    Datagram message;  // the NEWRULE message it came from (its expressions)
+  };
+  struct State {
+    std::vector<Table> tables;
+    std::vector<Chain> chains;
+    std::vector<Flowtable> flowtables;
+    std::vector<Rule> rules;  // in chain order
+    uint64_t next_table_handle = 1;
+  };
+
+  void send(std::span<const uint8_t> datagram) override;
+  Datagram receive() override;
+  uint32_t port_id() const override { return 4243; }
+
+  // Seeding, as another writer (nft) would have done it.
+  void add_table(uint8_t family, const std::string& name);
+  void add_base_chain(uint8_t family, const std::string& table, const std::string& name,
+                      uint32_t hooknum, int32_t priority, uint32_t policy);
+  void add_flowtable(uint8_t family, const std::string& table, const std::string& name);
+  // A rule `VERDICT` (NF_ACCEPT, NF_DROP) at the end of the chain.
+  uint64_t add_verdict_rule(uint8_t family, const std::string& table, const std::string& chain,
+                            uint32_t verdict);
+
+  const State& state() const { return state_; }
+  std::optional<Chain> chain(uint8_t family, const std::string& table,
+                             const std::string& name) const;
+  // Each rule of a chain as "handle: expr expr ..." with what matters of
+  // each expression ("cmp 6", "flow_offload @ft", "immediate accept").
+  std::vector<std::string> rules(uint8_t family, const std::string& table,
+                                 const std::string& chain) const;
+  // Batches (begin..end) received, to count write transactions.
+  size_t batches() const { return batches_; }
+
+ private:
+  Datagram answer_dump(const nlmsghdr& request);
+  std::vector<Datagram> answer_batch(std::span<const uint8_t> datagram);
+
+  State state_;
+  std::vector<Datagram> pending_;
+  size_t batches_ = 0;
+};
+
+}  // namespace flowbulk::testing

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0
+// offload add / list / delete against the semantic fake nf_tables: what the
+// chain holds afterwards, not which bytes were sent.
+#include <linux/netfilter.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_fixture.h"
+#include "error.h"
+
+namespace flowbulk::testing {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr uint32_t kForward = NF_INET_FORWARD;
+
+class OffloadTest : public CliTest {
+ protected:
+  OffloadTest() {
+    nft_kernel().add_table(NFPROTO_INET, "fw");
+    nft_kernel().add_flowtable(NFPROTO_INET, "fw", "ft");
+  }
+  // A router's own forward chain: policy drop and one accept rule.
+  uint64_t firewall() {
+    nft_kernel().add_base_chain(NFPROTO_INET, "fw", "forward", kForward, 0, NF_DROP);
+    return nft_kernel().add_verdict_rule(NFPROTO_INET, "fw", "forward", NF_ACCEPT);
+  }
+  std::vector<std::string> forward_rules() {
+    return nft_kernel().rules(NFPROTO_INET, "fw", "forward");
+  }
+};
+
+TEST_F(OffloadTest, ExistingChainKeepsPolicyDrop) {
+  firewall();
+  EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  auto chain = nft_kernel().chain(NFPROTO_INET, "fw", "forward");
+  ASSERT_TRUE(chain);
+  EXPECT_EQ(chain->policy, static_cast<uint32_t>(NF_DROP));
+}
+
+TEST_F(OffloadTest, ExistingChainKeepsPolicyDropTwice) {
+  const uint64_t accept = firewall();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_EQ(nft_kernel().chain(NFPROTO_INET, "fw", "forward")->policy,
+            static_cast<uint32_t>(NF_DROP));
+  const auto rules = forward_rules();
+  ASSERT_EQ(rules.size(), 3U) << ::testing::PrintToString(rules);
+  EXPECT_EQ(rules.back(), std::to_string(accept) + ": immediate accept");
+}
+
+TEST_F(OffloadTest, NewChainIsCreatedWithTheKernelDefaultPolicy) {
+  EXPECT_EQ(run({"-j", "offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  auto chain = nft_kernel().chain(NFPROTO_INET, "fw", "forward");
+  ASSERT_TRUE(chain);
+  EXPECT_TRUE(chain->base);
+  EXPECT_EQ(chain->hooknum, kForward);
+  EXPECT_EQ(chain->priority, 0);
+  EXPECT_EQ(chain->policy, static_cast<uint32_t>(NF_ACCEPT));
+  // udp is inserted first so that the chain reads tcp, udp.
+  EXPECT_EQ(forward_rules(), (std::vector<std::string>{"4: meta cmp 6 flow_offload @ft",
+                                                       "3: meta cmp 17 flow_offload @ft"}));
+  const Json json = Json::parse(out());
+  EXPECT_EQ(json["changed"], true);
+  EXPECT_EQ(json["chain_created"], true);
+  ASSERT_EQ(json["added"].size(), 2U);
+  EXPECT_EQ(json["added"][0]["proto"], "tcp");
+  EXPECT_EQ(json["added"][0]["handle"], 4);
+}
+
+TEST_F(OffloadTest, SecondCallChangesNothingAndSaysSo) {
+  firewall();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft", "counter"}), kExitOk) << err();
+  const auto before = forward_rules();
+  const size_t batches = nft_kernel().batches();
+  EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft", "counter"}), kExitOk) << err();
+  EXPECT_EQ(forward_rules(), before);
+  EXPECT_EQ(nft_kernel().batches(), batches);  // not even an empty transaction
+  EXPECT_NE(out().find("nothing changed"), std::string::npos) << out();
+  EXPECT_EQ(run({"-j", "offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  const Json json = Json::parse(out());
+  EXPECT_EQ(json["changed"], false);
+  EXPECT_EQ(json["present"].size(), 2U);
+}
+
+TEST_F(OffloadTest, OnlyTheMissingProtocolIsAdded) {
+  firewall();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft", "proto", "udp"}), kExitOk) << err();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  const auto rules = forward_rules();
+  ASSERT_EQ(rules.size(), 3U);
+  EXPECT_NE(rules[0].find("cmp 6 "), std::string::npos) << rules[0];
+  EXPECT_NE(rules[1].find("cmp 17 "), std::string::npos) << rules[1];
+}
+
+TEST_F(OffloadTest, DefaultPositionIsTheTopOfTheChain) {
+  const uint64_t accept = firewall();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_EQ(
+      forward_rules(),
+      (std::vector<std::string>{"5: meta cmp 6 flow_offload @ft", "4: meta cmp 17 flow_offload @ft",
+                                std::to_string(accept) + ": immediate accept"}));
+}
+
+TEST_F(OffloadTest, PositionBottomAfterAndBefore) {
+  const uint64_t accept = firewall();
+  const uint64_t drop = nft_kernel().add_verdict_rule(NFPROTO_INET, "fw", "forward", NF_DROP);
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft", "proto", "tcp", "position", "bottom"}),
+            kExitOk)
+      << err();
+  auto rules = forward_rules();
+  ASSERT_EQ(rules.size(), 3U);
+  EXPECT_NE(rules[2].find("cmp 6 "), std::string::npos) << rules[2];
+
+  ASSERT_EQ(run({"offload", "delete", "inet", "fw", "ft"}), kExitOk) << err();
+  ASSERT_EQ(
+      run({"offload", "add", "inet", "fw", "ft", "position", "after", std::to_string(accept)}),
+      kExitOk)
+      << err();
+  rules = forward_rules();
+  ASSERT_EQ(rules.size(), 4U);
+  EXPECT_NE(rules[0].find("accept"), std::string::npos);
+  EXPECT_NE(rules[1].find("cmp 6 "), std::string::npos) << rules[1];
+  EXPECT_NE(rules[2].find("cmp 17 "), std::string::npos) << rules[2];
+  EXPECT_NE(rules[3].find("drop"), std::string::npos);
+
+  ASSERT_EQ(run({"offload", "delete", "inet", "fw", "ft"}), kExitOk) << err();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft", "position", "before", std::to_string(drop)}),
+            kExitOk)
+      << err();
+  rules = forward_rules();
+  ASSERT_EQ(rules.size(), 4U);
+  EXPECT_NE(rules[1].find("cmp 6 "), std::string::npos) << rules[1];
+  EXPECT_NE(rules[2].find("cmp 17 "), std::string::npos) << rules[2];
+  EXPECT_NE(rules[3].find("drop"), std::string::npos);
+}
+
+TEST_F(OffloadTest, PositionAfterAnUnknownHandleFailsAndChangesNothing) {
+  firewall();
+  const auto before = forward_rules();
+  EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft", "position", "after", "999"}), kExitFailure);
+  EXPECT_NE(err().find("no rule with handle 999"), std::string::npos) << err();
+  EXPECT_EQ(forward_rules(), before);
+}
+
+TEST_F(OffloadTest, BadHandlesAreUsageErrors) {
+  for (const char* handle : {" 5", "+5", "-1", "0x10", "", "5x", "0"}) {
+    EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft", "position", "after", handle}), kExitUsage)
+        << handle;
+  }
+}
+
+TEST_F(OffloadTest, ChainThatIsNotAForwardBaseChainIsRefused) {
+  nft_kernel().add_base_chain(NFPROTO_INET, "fw", "forward", NF_INET_PRE_ROUTING, 0, NF_DROP);
+  EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitFailure);
+  EXPECT_NE(err().find("not a base chain at hook forward"), std::string::npos) << err();
+  EXPECT_TRUE(forward_rules().empty());
+}
+
+TEST_F(OffloadTest, MissingFlowtableIsDiagnosed) {
+  EXPECT_EQ(run({"offload", "add", "inet", "fw", "nope", "proto", "tcp"}), kExitFailure);
+  EXPECT_NE(err().find("flowtable inet fw nope does not exist"), std::string::npos) << err();
+  EXPECT_FALSE(nft_kernel().chain(NFPROTO_INET, "fw", "forward"));  // all or nothing
+}
+
+TEST_F(OffloadTest, ListAndDeleteTouchOnlyOffloadRules) {
+  const uint64_t accept = firewall();
+  nft_kernel().add_flowtable(NFPROTO_INET, "fw", "other");
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft", "counter"}), kExitOk) << err();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "other", "proto", "udp"}), kExitOk) << err();
+
+  ASSERT_EQ(run({"-j", "offload", "list"}), kExitOk) << err();
+  Json json = Json::parse(out());
+  ASSERT_EQ(json["offloads"].size(), 3U) << out();
+  EXPECT_EQ(json["offloads"][0]["chain"], "forward");
+  ASSERT_EQ(run({"offload", "list", "inet", "fw"}), kExitOk) << err();
+  EXPECT_NE(out().find("HANDLE"), std::string::npos);
+
+  ASSERT_EQ(run({"-j", "offload", "delete", "inet", "fw", "ft", "proto", "tcp"}), kExitOk) << err();
+  EXPECT_EQ(Json::parse(out())["deleted"].size(), 1U);
+  ASSERT_EQ(run({"offload", "delete", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_EQ(forward_rules(),
+            (std::vector<std::string>{"7: meta cmp 17 flow_offload @other",
+                                      std::to_string(accept) + ": immediate accept"}));
+  EXPECT_EQ(nft_kernel().chain(NFPROTO_INET, "fw", "forward")->policy,
+            static_cast<uint32_t>(NF_DROP));
+  EXPECT_EQ(run({"offload", "delete", "inet", "fw", "ft"}), kExitFailure);
+  EXPECT_NE(err().find("has no offload rule"), std::string::npos) << err();
+}
+
+}  // namespace
+}  // namespace flowbulk::testing
