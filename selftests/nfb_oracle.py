@@ -1,0 +1,835 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Traffic generator, capture and comparison of the differential oracle.
+
+  nfb_oracle.py run --seed N --ns C R S --out FILE [--cpu N]
+                [--attach FAMILY/TABLE/FLOWTABLE] [--ref FILE --verdicts FILE]
+  nfb_oracle.py plan FILE         the run delivered what the plan says
+  nfb_oracle.py compare REF FILE  FILE's run is the same as REF's run
+
+"run" is one pass of the seeded traffic through the topology of
+lib_fastpath.sh (client C, router R, server S; see nfb_oracle.sh). One
+process drives both ends: it enters C and S with setns() to open its
+AF_PACKET sockets there. It offloads every flow first (warm-up packets both
+ways until "conntrack -L" in R shows [OFFLOAD]), then sends the measured
+packets from C in bursts, each burst as one NAPI poll of the router (see
+send_burst()), and records in FILE what reaches S and the ICMP errors that
+come back to C. Every measured packet carries, at the start of its L4
+payload, MAGIC, its flow id, its kind and its sequence number in the flow.
+
+--attach attaches the module to the flowtable in R first (the statistics
+of R's module are then in FILE). With --ref (the reference run's FILE), the
+verdicts are written to --verdicts, one "ok|fail NAME" line each, and the
+differences printed: all of "plan" for both runs, "compare", and the
+module's counters (it took the packets, bursts reached it, it declined the
+slow-path packets). "plan" and "compare" print what differs, the first
+difference per flow, and exit 1 on a difference.
+"""
+import argparse
+import ctypes
+import hashlib
+import json
+import os
+import random
+import select
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+MAGIC = b"NFBO"
+ETH_P_ALL, ETH_P_IP, ETH_P_IPV6 = 0x0003, 0x0800, 0x86DD
+SOL_PACKET, PACKET_IGNORE_OUTGOING, SO_RCVBUFFORCE = 263, 23, 33
+CLONE_NEWNET = 0x40000000
+
+C4, S4 = "10.0.1.1", "10.0.2.1"
+C6, S6 = "fd00:1::1", "fd00:2::1"
+EGRESS_MTU = 1280            # r1's MTU, set by nfb_oracle.sh
+DPORT, SPORT, SPORT_NAT = 9000, 20000, 30000   # NAT: sport 30000-39999
+
+# Kinds of measured packets. "taken" ones are for the module; the others
+# it must decline (and the stock flowtable too) to the slow path.
+DATA, OPTIONS, FRAG, MTU_DF, MTU6, TTL1, FIN, RST = range(1, 9)
+KIND = {DATA: "data", OPTIONS: "ipv4-options", FRAG: "over-mtu-fragmented",
+        MTU_DF: "over-mtu-df", MTU6: "ipv6-over-mtu", TTL1: "ttl-1",
+        FIN: "tcp-fin", RST: "tcp-rst"}
+ARRIVES = {DATA, OPTIONS, FRAG, FIN, RST}
+ICMP_EXPECTED = {MTU_DF: (4, 3, 4), MTU6: (6, 2, 0), TTL1: None}
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def setns(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, "setns %s: %s" % (path, os.strerror(err)))
+    finally:
+        os.close(fd)
+
+
+def csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+class Flow:
+    def __init__(self, fid, fam, proto, nat):
+        self.id, self.fam, self.proto, self.nat = fid, fam, proto, nat
+        self.sport = (SPORT_NAT if nat else SPORT) + fid
+        self.dport = DPORT + fid
+        self.csrc, self.sdst = (C4, S4) if fam == 4 else (C6, S6)
+        self.s_view = None      # (src, sport) as S sees them (after NAT)
+        self.seq = self.ack = 0
+
+    def name(self):
+        return "%s%d%s %s:%d > %s:%d" % (
+            self.proto, self.fam, " nat" if self.nat else "",
+            self.csrc, self.sport, self.sdst, self.dport)
+
+    def todict(self):
+        return {"id": self.id, "name": self.name()}
+
+
+def ip_header(fam, src, dst, proto, l4len, ttl, ident, df, opts=b""):
+    if fam == 4:
+        hl = 20 + len(opts)
+        h = struct.pack("!BBHHHBBH4s4s", 0x40 | hl // 4, 0, hl + l4len, ident,
+                        0x4000 if df else 0, ttl, proto, 0,
+                        socket.inet_pton(socket.AF_INET, src),
+                        socket.inet_pton(socket.AF_INET, dst)) + opts
+        return h[:10] + struct.pack("!H", csum(h)) + h[12:]
+    return struct.pack("!IHBB16s16s", 0x60000000, l4len, proto, ttl,
+                       socket.inet_pton(socket.AF_INET6, src),
+                       socket.inet_pton(socket.AF_INET6, dst))
+
+
+def pseudo(fam, src, dst, proto, length):
+    if fam == 4:
+        return (socket.inet_pton(socket.AF_INET, src) +
+                socket.inet_pton(socket.AF_INET, dst) +
+                struct.pack("!BBH", 0, proto, length))
+    return (socket.inet_pton(socket.AF_INET6, src) +
+            socket.inet_pton(socket.AF_INET6, dst) +
+            struct.pack("!IxxxB", length, proto))
+
+
+def l4_segment(fam, src, dst, proto, sport, dport, payload, seq=0, ack=0,
+               flags=0x18, tcpopts=b""):
+    if proto == "udp":
+        seg = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+        c = csum(pseudo(fam, src, dst, 17, len(seg)) + seg) or 0xFFFF
+        return 17, seg[:6] + struct.pack("!H", c) + seg[8:]
+    doff = (20 + len(tcpopts)) // 4
+    seg = struct.pack("!HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF,
+                      ack & 0xFFFFFFFF, doff << 4, flags, 65535, 0, 0)
+    seg += tcpopts + payload
+    c = csum(pseudo(fam, src, dst, 6, len(seg)) + seg)
+    return 6, seg[:16] + struct.pack("!H", c) + seg[18:]
+
+
+def packet(fam, src, dst, proto, sport, dport, payload, ttl=64, ident=0,
+           df=False, opts=b"", **tcp):
+    pnum, seg = l4_segment(fam, src, dst, proto, sport, dport, payload, **tcp)
+    return ip_header(fam, src, dst, pnum, len(seg), ttl, ident, df, opts) + seg
+
+
+def parse_l3(l3):
+    """(fam, src, dst, proto, fragment (id, off, mf) or None, l4 offset)."""
+    if len(l3) >= 20 and l3[0] >> 4 == 4:
+        hl = (l3[0] & 15) * 4
+        ident, fo = struct.unpack_from("!HH", l3, 4)
+        src = socket.inet_ntop(socket.AF_INET, l3[12:16])
+        dst = socket.inet_ntop(socket.AF_INET, l3[16:20])
+        frag = None
+        if fo & 0x3FFF:
+            frag = (ident, (fo & 0x1FFF) * 8, bool(fo & 0x2000))
+        return 4, src, dst, l3[9], frag, hl
+    if len(l3) >= 40 and l3[0] >> 4 == 6:
+        src = socket.inet_ntop(socket.AF_INET6, l3[8:24])
+        dst = socket.inet_ntop(socket.AF_INET6, l3[24:40])
+        return 6, src, dst, l3[6], None, 40
+    return None
+
+
+def l4_payload(proto, seg):
+    """(sport, dport, flags, payload) of a TCP or UDP segment."""
+    if proto == 17 and len(seg) >= 8:
+        sp, dp = struct.unpack_from("!HH", seg)
+        return sp, dp, 0, seg[8:]
+    if proto == 6 and len(seg) >= 20:
+        sp, dp = struct.unpack_from("!HH", seg)
+        return sp, dp, seg[13], seg[(seg[12] >> 4) * 4:]
+    return None
+
+
+def tag_of(payload):
+    if len(payload) >= 12 and payload[:4] == MAGIC:
+        flow, kind, _, seq = struct.unpack_from("!BBHI", payload, 4)
+        return flow, kind, seq
+    return None
+
+
+def sha(data):
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+class Capture:
+    """An AF_PACKET socket on DEV of the current namespace, incoming only."""
+
+    def __init__(self, dev):
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                                  socket.htons(ETH_P_ALL))
+        self.sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
+        self.sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+        self.sock.bind((dev, ETH_P_ALL))
+        self.sock.setblocking(False)
+        self.mac = self.sock.getsockname()[4]
+
+    def frames(self):
+        out = []
+        while True:
+            try:
+                out.append(self.sock.recv(65536))
+            except BlockingIOError:
+                return out
+
+
+def if_mac(dev):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    s.bind((dev, 0))
+    mac = s.getsockname()[4]
+    s.close()
+    return mac
+
+
+class Run:
+    def __init__(self, args):
+        self.args = args
+        self.rng = random.Random(args.seed)
+        self.flows = {}
+        fid = 1
+        for fam in (4, 6):
+            for proto in ("udp", "tcp"):
+                for nat in (False, True):
+                    self.flows[fid] = Flow(fid, fam, proto, nat)
+                    fid += 1
+        self.ident = self.rng.randrange(1 << 16)
+        self.s_events, self.c_events, self.frags = [], [], {}
+        self.warm_s, self.warm_c = {}, {}
+        self.plan, self.bursts = [], []
+
+    # -- namespaces and sockets ------------------------------------------
+    def open(self):
+        me = "/proc/self/ns/net"
+        home = os.open(me, os.O_RDONLY)
+        ns = {n: "/run/netns/" + v for n, v in
+              zip("CRS", self.args.ns)}
+        try:
+            setns(ns["R"])
+            self.r0_mac, self.r1_mac = if_mac("r0"), if_mac("r1")
+            self.nl = None
+            if self.args.attach:
+                sys.path.insert(0, os.path.dirname(os.path.abspath(
+                    __file__)))
+                sys.dont_write_bytecode = True
+                import nfb_genl
+                self.genl = nfb_genl
+                self.nl = nfb_genl.Genl()
+                self.nl.do(nfb_genl.CMD["attach"], nfb_genl.ft_attrs(
+                    *self.args.attach.split("/")))
+            setns(ns["C"])
+            self.c_cap = Capture("c0")
+            self.c_tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+            self.c_tx.bind(("c0", 0))
+            setns(ns["S"])
+            self.s_cap = Capture("s0")
+            self.s_tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+            self.s_tx.bind(("s0", 0))
+        finally:
+            if libc.setns(home, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "setns back")
+            os.close(home)
+
+    def send_c(self, fam, l3):
+        eth = self.r0_mac + self.c_cap.mac + struct.pack(
+            "!H", ETH_P_IP if fam == 4 else ETH_P_IPV6)
+        self.c_tx.send(eth + l3)
+
+    def send_s(self, fam, l3):
+        eth = self.r1_mac + self.s_cap.mac + struct.pack(
+            "!H", ETH_P_IP if fam == 4 else ETH_P_IPV6)
+        self.s_tx.send(eth + l3)
+
+    def next_ident(self):
+        self.ident = (self.ident + 1) & 0xFFFF
+        return self.ident
+
+    # -- capture ---------------------------------------------------------
+    def poll(self):
+        for fr in self.s_cap.frames():
+            self.at_s(fr)
+        for fr in self.c_cap.frames():
+            self.at_c(fr)
+
+    def at_s(self, fr):
+        if len(fr) < 14 or struct.unpack_from("!H", fr, 12)[0] not in (
+                ETH_P_IP, ETH_P_IPV6):
+            return
+        l3 = fr[14:]
+        p = parse_l3(l3)
+        if not p:
+            return
+        fam, src, dst, proto, frag, off = p
+        if fam == 4:
+            l3 = l3[:struct.unpack_from("!H", l3, 2)[0]]
+        else:
+            l3 = l3[:40 + struct.unpack_from("!H", l3, 4)[0]]
+        if frag:
+            key = (src, dst, proto, frag[0])
+            if frag[1] != 0:
+                ev = self.frags.get(key)
+                if ev is None:
+                    self.s_events.append({"orphan": True, "l3": [l3.hex()]})
+                else:
+                    ev["l3"].append(l3.hex())
+                    ev["payload"] += l3[off:]
+                    if not frag[2]:
+                        ev["payload_sha"] = sha(ev.pop("payload")[ev.pop(
+                            "l4hdr"):])
+                        del self.frags[key]
+                return
+        lp = l4_payload(proto, l3[off:])
+        if not lp:
+            return
+        sport, dport, flags, payload = lp
+        t = tag_of(payload)
+        if t is None:
+            fid = dport - DPORT
+            if fid in self.flows and not frag:
+                self.warm_s.setdefault(fid, []).append(
+                    (src, sport, flags, payload))
+            return
+        ev = {"flow": t[0], "kind": t[1], "seq": t[2], "l3": [l3.hex()],
+              "payload_sha": sha(payload)}
+        if frag:
+            ev["payload"] = l3[off:]
+            ev["l4hdr"] = len(l3) - off - len(payload)
+            del ev["payload_sha"]
+            self.frags[(src, dst, proto, frag[0])] = ev
+        self.s_events.append(ev)
+
+    def at_c(self, fr):
+        if len(fr) < 14:
+            return
+        l3 = fr[14:]
+        p = parse_l3(l3)
+        if not p:
+            return
+        fam, src, dst, proto, _, off = p
+        if (fam, proto) in ((4, 1), (6, 58)):
+            msg = l3[off:]
+            if len(msg) < 8 or (fam == 4 and msg[0] not in (3, 11)) or \
+                    (fam == 6 and msg[0] not in (1, 2, 3)):
+                return
+            q = parse_l3(msg[8:])
+            if not q:
+                return
+            lp = l4_payload(q[3], msg[8 + q[5]:])
+            t = tag_of(lp[3]) if lp else None
+            if t is None:
+                return
+            self.c_events.append({
+                "flow": t[0], "kind": t[1], "seq": t[2], "src": src,
+                "dst": dst, "type": msg[0], "code": msg[1],
+                "info": struct.unpack_from("!I", msg, 4)[0],
+                "icmp": msg.hex()})
+            return
+        lp = l4_payload(proto, l3[off:])
+        if lp and lp[0] - DPORT in self.flows:
+            self.warm_c.setdefault(lp[0] - DPORT, []).append(lp)
+
+    def wait(self, cond, timeout):
+        end = time.monotonic() + timeout
+        while True:
+            self.poll()
+            if cond():
+                return True
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            select.select([self.s_cap.sock, self.c_cap.sock], [], [],
+                          min(left, 0.05))
+
+    # -- warm-up ---------------------------------------------------------
+    def c_to_s(self, f, payload, flags=0x18, tcpopts=b""):
+        pkt = packet(f.fam, f.csrc, f.sdst, f.proto, f.sport, f.dport,
+                     payload, ident=self.next_ident(), df=f.proto == "tcp",
+                     seq=f.seq, ack=f.ack, flags=flags, tcpopts=tcpopts) \
+            if f.proto == "tcp" else \
+            packet(f.fam, f.csrc, f.sdst, f.proto, f.sport, f.dport, payload,
+                   ident=self.next_ident())
+        self.send_c(f.fam, pkt)
+
+    def s_to_c(self, f, payload, flags=0x18, tcpopts=b""):
+        src, sport = f.s_view
+        tcp = {}
+        if f.proto == "tcp":
+            tcp = {"seq": f.s_seq, "ack": f.seq, "flags": flags,
+                   "tcpopts": tcpopts}
+        pkt = packet(f.fam, f.sdst, src, f.proto, f.dport, sport, payload,
+                     ident=self.next_ident(), **tcp)
+        self.send_s(f.fam, pkt)
+
+    def warm_step(self, what, send, side, n):
+        for f in self.flows.values():
+            send(f)
+        ok = self.wait(lambda: all(len(side.get(i, [])) >= n
+                                   for i in self.flows), 10)
+        if not ok:
+            missing = [self.flows[i].name() for i in self.flows
+                       if len(side.get(i, [])) < n]
+            raise SystemExit("warm-up %s: nothing arrived for %s"
+                             % (what, ", ".join(missing)))
+
+    def warm_up(self):
+        synopt = struct.pack("!BBHBBBB", 2, 4, 1460, 1, 3, 3, 7)
+        for f in self.flows.values():
+            f.seq = self.rng.randrange(1 << 32)
+            f.s_seq = self.rng.randrange(1 << 32)
+        # C -> S: SYN (TCP) or a first datagram (UDP).
+        self.warm_step("first packet", lambda f: self.c_to_s(
+            f, b"" if f.proto == "tcp" else b"warm-up 1", flags=0x02,
+            tcpopts=synopt), self.warm_s, 1)
+        for f in self.flows.values():
+            src, sport = self.warm_s[f.id][0][:2]
+            f.s_view = (src, sport)
+            if f.proto == "tcp":
+                f.seq += 1
+        # S -> C: SYN-ACK or the reply.
+        self.warm_step("reply", lambda f: self.s_to_c(
+            f, b"" if f.proto == "tcp" else b"warm-up 2", flags=0x12,
+            tcpopts=synopt), self.warm_c, 1)
+        for f in self.flows.values():
+            if f.proto == "tcp":
+                f.s_seq += 1
+                f.ack = f.s_seq
+        # C -> S: the handshake's ACK / a datagram; then data both ways.
+        self.warm_step("established", lambda f: self.c_to_s(
+            f, b"" if f.proto == "tcp" else b"warm-up 3", flags=0x10),
+            self.warm_s, 2)
+        self.warm_step("data", lambda f: self.c_to_s(f, b"warm-up 4"),
+                       self.warm_s, 3)
+        for f in self.flows.values():
+            if f.proto == "tcp":
+                f.seq += len(b"warm-up 4")
+        self.warm_step("reply data", lambda f: self.s_to_c(f, b"warm-up 5"),
+                       self.warm_c, 2)
+        for f in self.flows.values():
+            if f.proto == "tcp":
+                f.s_seq += len(b"warm-up 5")
+                f.ack = f.s_seq
+        end = time.monotonic() + 20
+        while True:
+            left = self.not_offloaded()
+            if not left:
+                return
+            if time.monotonic() > end:
+                raise SystemExit("warm-up: not offloaded after 20 s: " +
+                                 ", ".join(f.name() for f in left))
+            time.sleep(0.1)
+
+    def not_offloaded(self):
+        out = ""
+        for fam in ("ipv4", "ipv6"):
+            out += subprocess.run(
+                ["ip", "netns", "exec", self.args.ns[1], "conntrack", "-L",
+                 "-f", fam], capture_output=True, text=True,
+                check=True).stdout
+        left = []
+        for f in self.flows.values():
+            key = "sport=%d dport=%d " % (f.sport, f.dport)
+            if not any(key in ln and "[OFFLOAD]" in ln
+                       for ln in out.splitlines()):
+                left.append(f)
+        return left
+
+    # -- the measured traffic --------------------------------------------
+    def make_plan(self):
+        rng = self.rng
+        per_flow = {}
+        for f in self.flows.values():
+            kinds = [DATA] * rng.randrange(18, 30)
+            specials = [TTL1, TTL1]
+            if f.fam == 4:
+                specials += [OPTIONS, OPTIONS, OPTIONS, FRAG, FRAG, MTU_DF]
+            else:
+                specials += [MTU6, MTU6]
+            for k in specials:
+                kinds.insert(rng.randrange(2, len(kinds) + 1), k)
+            if f.proto == "tcp":
+                kinds.append(FIN if (f.id + rng.randrange(2)) % 2 else RST)
+            per_flow[f.id] = kinds
+        order = []
+        left = {i: list(k) for i, k in per_flow.items()}
+        seqs = {i: 0 for i in per_flow}
+        while left:
+            ids = sorted(left)
+            i = rng.choices(ids, [len(left[x]) for x in ids])[0]
+            kind = left[i].pop(0)
+            if not left[i]:
+                del left[i]
+            seqs[i] += 1
+            order.append((i, kind, seqs[i]))
+        # Bursts: one NAPI poll each (at most 64 packets, veth's budget).
+        pos = 0
+        while pos < len(order):
+            n = rng.randrange(6, 40)
+            self.bursts.append(order[pos:pos + n])
+            pos += n
+        # Each UDP flow ends with a data packet in a last burst: a fence.
+        fence = []
+        for f in self.flows.values():
+            if f.proto == "udp":
+                seqs[f.id] += 1
+                fence.append((f.id, DATA, seqs[f.id]))
+        self.bursts.append(fence)
+
+    def build(self, fid, kind, seq):
+        f, rng = self.flows[fid], self.rng
+        hdr = 20 if f.fam == 4 else 40
+        l4 = 8 if f.proto == "udp" else 20
+        if kind in (FRAG, MTU_DF, MTU6):
+            size = rng.randrange(EGRESS_MTU + 20, 1480) - hdr - l4
+        else:
+            size = rng.randrange(16, 1200)
+        payload = MAGIC + struct.pack("!BBHI", fid, kind, 0, seq)
+        payload += rng.randbytes(size - len(payload))
+        ttl = 1 if kind == TTL1 else rng.choice((64, 2, 255))
+        opts = b"\x01\x01\x01\x00" if kind == OPTIONS else b""
+        df = kind == MTU_DF or (f.proto == "tcp" and kind != FRAG)
+        tcp = {}
+        if f.proto == "tcp":
+            flags = {FIN: 0x19, RST: 0x14}.get(kind, 0x18)
+            tcp = {"seq": f.seq, "ack": f.ack, "flags": flags}
+            f.seq += len(payload) + (kind == FIN)
+        pkt = packet(f.fam, f.csrc, f.sdst, f.proto, f.sport, f.dport,
+                     payload, ttl=ttl, ident=self.next_ident(), df=df,
+                     opts=opts, **tcp)
+        return pkt, sha(payload)
+
+    def send_burst(self, frames):
+        """Send FRAMES from C so that R receives them in one NAPI poll.
+
+        r0's NAPI is threaded and its kthread is pinned to our CPU: while
+        we run SCHED_FIFO it cannot run, so every frame waits in veth's
+        ring; when we sleep, it polls them all at once (up to 64).
+        """
+        if self.args.cpu >= 0:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+        try:
+            for fam, pkt in frames:
+                self.send_c(fam, pkt)
+        finally:
+            if self.args.cpu >= 0:
+                os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+    def pin(self):
+        if self.args.cpu < 0:
+            return 0
+        os.sched_setaffinity(0, {self.args.cpu})
+        n = 0
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/comm" % pid) as fh:
+                    comm = fh.read().strip()
+                if comm.startswith(("napi/r0-", "napi/r1-")):
+                    os.sched_setaffinity(int(pid), {self.args.cpu})
+                    n += 1
+            except (OSError, ValueError):
+                pass
+        return n
+
+    def measure(self):
+        want_s = want_c = 0
+        timeouts = 0
+        for b, burst in enumerate(self.bursts):
+            frames = []
+            for fid, kind, seq in burst:
+                pkt, psha = self.build(fid, kind, seq)
+                frames.append((self.flows[fid].fam, pkt))
+                self.plan.append({"flow": fid, "kind": kind, "seq": seq,
+                                  "burst": b, "payload_sha": psha})
+                want_s += kind in ARRIVES
+                want_c += kind in ICMP_EXPECTED
+            self.send_burst(frames)
+            if not self.wait(lambda: len(self.s_events) >= want_s and
+                             len(self.c_events) >= want_c and
+                             not self.frags, 2):
+                timeouts += 1
+        return timeouts
+
+    def run(self):
+        self.open()
+        napi_threads = self.pin()
+        t0 = time.monotonic()
+        self.warm_up()
+        t1 = time.monotonic()
+        self.make_plan()
+        timeouts = self.measure()
+        t2 = time.monotonic()
+        out = {"seed": self.args.seed, "kernel": os.uname().release,
+               "flows": [f.todict() for f in self.flows.values()],
+               "plan": self.plan, "s": self.s_events, "c": self.c_events,
+               "bursts": len(self.bursts), "timeouts": timeouts,
+               "napi_threads": napi_threads,
+               "opportunities": opportunities(self.bursts)}
+        if self.nl:
+            out["module"] = self.genl.stats(self.nl)["total"]
+        with open(self.args.out, "w") as fh:
+            json.dump(out, fh)
+        print("INFO: %d packets in %d bursts (%d where a declined packet "
+              "follows a taken one of its flow in one burst), %d arrived at "
+              "S, %d ICMP errors at C, %d burst waits timed out; warm-up "
+              "%.1f s, traffic %.1f s; %d NAPI threads pinned"
+              % (len(self.plan), len(self.bursts), out["opportunities"],
+                 len(self.s_events), len(self.c_events), timeouts, t1 - t0,
+                 t2 - t1, napi_threads))
+        return out
+
+
+def opportunities(bursts):
+    n = 0
+    for burst in bursts:
+        taken = set()
+        for fid, kind, _ in burst:
+            if kind == DATA:
+                taken.add(fid)
+            elif kind in ARRIVES and fid in taken:
+                n += 1
+    return n
+
+
+# -- comparison -------------------------------------------------------------
+def load(path):
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def by_flow(events):
+    out = {}
+    for e in events:
+        out.setdefault(e.get("flow"), []).append(e)
+    return out
+
+
+def describe(e, plan=None):
+    if e is None:
+        return "nothing"
+    if e.get("orphan"):
+        return "a fragment without its first part"
+    s = "seq %d %s" % (e["seq"], KIND.get(e["kind"], e["kind"]))
+    if plan and (e["flow"], e["seq"]) in plan:
+        s += " (burst %d)" % plan[(e["flow"], e["seq"])]["burst"]
+    if "l3" in e:
+        l3 = bytes.fromhex(e["l3"][0])
+        p = parse_l3(l3)
+        lp = l4_payload(p[3], l3[p[5]:]) if p else None
+        if p and lp:
+            s += ", %s:%d > %s:%d, %d bytes%s" % (
+                p[1], lp[0], p[2], lp[1], len(l3),
+                " in %d fragments" % len(e["l3"]) if len(e["l3"]) > 1 else "")
+    if "type" in e:
+        s += ", ICMP%s type %d code %d info %d from %s" % (
+            "v6" if ":" in e["src"] else "", e["type"], e["code"], e["info"],
+            e["src"])
+    return s
+
+
+def first_diff(a, b, same):
+    for i in range(max(len(a), len(b))):
+        x = a[i] if i < len(a) else None
+        y = b[i] if i < len(b) else None
+        if x is None or y is None or not same(x, y):
+            return i, x, y
+    return None
+
+
+def seqs(events):
+    return [(e["seq"], e["kind"]) for e in events]
+
+
+def report(kind, flows, fid, n_a, n_b, diff, plan, names):
+    i, x, y = diff
+    print("  %s, flow %s (%s): %d against %d; first difference at #%d:"
+          % (kind, fid, flows.get(fid, "?"), n_a, n_b, i), file=sys.stderr)
+    print("    %-8s %s" % (names[0] + ":", describe(x, plan)), file=sys.stderr)
+    print("    %-8s %s" % (names[1] + ":", describe(y, plan)), file=sys.stderr)
+
+
+def check_plan(r):
+    """The run delivered, per flow and in order, what the plan says."""
+    flows = {f["id"]: f["name"] for f in r["flows"]}
+    plan = {(p["flow"], p["seq"]): p for p in r["plan"]}
+    bad = 0
+    exp_s = by_flow([p for p in r["plan"] if p["kind"] in ARRIVES])
+    got_s = by_flow(r["s"])
+    for fid in sorted(set(exp_s) | set(got_s), key=str):
+        a, b = exp_s.get(fid, []), got_s.get(fid, [])
+        d = first_diff(a, b, lambda x, y: not y.get("orphan") and
+                       (x["seq"], x["kind"], x["payload_sha"]) ==
+                       (y["seq"], y["kind"], y.get("payload_sha")))
+        if d:
+            bad += 1
+            report("at S", flows, fid, len(a), len(b), d, plan,
+                   ("sent", "received"))
+    exp_c = by_flow([p for p in r["plan"] if p["kind"] in ICMP_EXPECTED])
+    got_c = by_flow(r["c"])
+    for fid in sorted(set(exp_c) | set(got_c), key=str):
+        a, b = exp_c.get(fid, []), got_c.get(fid, [])
+
+        def same(x, y):
+            want = ICMP_EXPECTED[x["kind"]]
+            if want is None:        # time exceeded
+                want = (4, 11, 0) if ":" not in y["src"] else (6, 3, 0)
+            ok = (x["seq"], x["kind"]) == (y["seq"], y["kind"]) and \
+                (y["type"], y["code"]) == want[1:]
+            if x["kind"] in (MTU_DF, MTU6):
+                ok = ok and (y["info"] & 0xFFFF) == EGRESS_MTU
+            return ok
+        d = first_diff(a, b, same)
+        if d:
+            bad += 1
+            report("ICMP errors at C", flows, fid, len(a), len(b), d, plan,
+                   ("sent", "received"))
+    return bad
+
+
+def compare(ref, run):
+    """The two runs gave the same packets at S and the same ICMP errors."""
+    flows = {f["id"]: f["name"] for f in ref["flows"]}
+    plan = {(p["flow"], p["seq"]): p for p in run["plan"]}
+    if [(p["flow"], p["seq"], p["payload_sha"]) for p in ref["plan"]] != \
+            [(p["flow"], p["seq"], p["payload_sha"]) for p in run["plan"]]:
+        print("  the two runs did not send the same packets", file=sys.stderr)
+        return 1
+    bad = 0
+    for what, key, fields in (("at S", "s", ("seq", "kind", "l3")),
+                              ("ICMP errors at C", "c",
+                               ("seq", "kind", "src", "dst", "icmp"))):
+        a, b = by_flow(ref[key]), by_flow(run[key])
+        for fid in sorted(set(a) | set(b), key=str):
+            x, y = a.get(fid, []), b.get(fid, [])
+            d = first_diff(x, y, lambda p, q: all(
+                p.get(k) == q.get(k) for k in fields + ("orphan",)))
+            if d:
+                bad += 1
+                report(what, flows, fid, len(x), len(y), d, plan,
+                       ("stock", "module"))
+                p, q = d[1], d[2]
+                if p and q and (p.get("seq"), p.get("kind")) == \
+                        (q.get("seq"), q.get("kind")):
+                    print("    same packet, different bytes: %s"
+                          % byte_diff(p, q), file=sys.stderr)
+                else:
+                    print("    order stock:  %s\n    order module: %s"
+                          % (short(x, d[0]), short(y, d[0])), file=sys.stderr)
+    return bad
+
+
+def short(events, i):
+    lo = max(0, i - 3)
+    s = " ".join("%s%s" % (e.get("seq", "?"),
+                           "" if e.get("kind") == DATA else
+                           "(%s)" % KIND.get(e.get("kind"), "frag"))
+                 for e in events[lo:i + 6])
+    return ("... " if lo else "") + s + (" ..." if i + 6 < len(events) else "")
+
+
+def byte_diff(p, q):
+    for k in ("l3", "icmp"):
+        if k in p and p.get(k) != q.get(k):
+            x = bytes.fromhex("".join(p[k]) if k == "l3" else p[k])
+            y = bytes.fromhex("".join(q[k]) if k == "l3" else q[k])
+            for i in range(max(len(x), len(y))):
+                if i >= len(x) or i >= len(y) or x[i] != y[i]:
+                    return "%s: %d against %d bytes, first differing byte " \
+                        "at offset %d" % (k, len(x), len(y), i)
+    return "addresses"
+
+
+def module_counters(run):
+    t = run.get("module")
+    if not t:
+        return []
+    d = t["decline"]
+    big = sum(v for k, v in t["hist"].items() if int(k) >= 2)
+    print("INFO: module: %d packets taken in %d bulks (sizes %s); declined: "
+          "options %d, mtu %d, ttl %d, tcp flags %d" % (
+              t["packets"], t["bulks"], " ".join(
+                  "%s:%d" % kv for kv in t["hist"].items() if kv[1]),
+              d["options"], d["mtu"], d["ttl"], d["tcp_flags"]))
+    want = sum(p["kind"] == DATA for p in run["plan"])
+    return [
+        ("the module took the offloaded flows' data packets (%d of %d)"
+         % (t["packets"], want), t["packets"] >= want),
+        ("bursts reached the module: %d bulks of 2 or more" % big, big > 0),
+        ("the module declined the slow-path packets (options, mtu, ttl, "
+         "tcp flags)", min(d["options"], d["mtu"], d["ttl"],
+                           d["tcp_flags"]) > 0)]
+
+
+def verdicts(ref, run, path):
+    out = module_counters(run)
+    print("stock run against the plan:", file=sys.stderr)
+    out.append(("stock run: what had to arrive at S did, once, in order per "
+                "flow; the expected ICMP errors at C", not check_plan(ref)))
+    print("module run against the plan:", file=sys.stderr)
+    out.append(("module run: what had to arrive at S did, once, in order per "
+                "flow; the expected ICMP errors at C", not check_plan(run)))
+    print("module run against the stock run:", file=sys.stderr)
+    out.append(("module run identical to the stock run (packets at S, order "
+                "per flow, ICMP errors at C)", not compare(ref, run)))
+    with open(path, "w") as fh:
+        for name, ok in out:
+            fh.write("%s %s\n" % ("ok" if ok else "fail", name))
+
+
+def main(argv):
+    sys.stdout.reconfigure(line_buffering=True)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--seed", type=int, required=True)
+    r.add_argument("--ns", nargs=3, required=True, metavar=("C", "R", "S"))
+    r.add_argument("--out", required=True)
+    r.add_argument("--cpu", type=int, default=-1)
+    r.add_argument("--attach", metavar="FAMILY/TABLE/FLOWTABLE")
+    r.add_argument("--ref")
+    r.add_argument("--verdicts")
+    p = sub.add_parser("plan")
+    p.add_argument("file")
+    c = sub.add_parser("compare")
+    c.add_argument("ref")
+    c.add_argument("file")
+    args = ap.parse_args(argv)
+    if args.cmd == "run":
+        out = Run(args).run()
+        if args.ref:
+            verdicts(load(args.ref), out, args.verdicts)
+        return 0
+    if args.cmd == "plan":
+        return 1 if check_plan(load(args.file)) else 0
+    return 1 if compare(load(args.ref), load(args.file)) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
