@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 // -f FILE: an nft ruleset, loaded by libnftables, whose early_ingress
 // flowtables are then attached.
+#include <fcntl.h>
 #include <linux/netlink.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <ostream>
 #include <sstream>
 #include <utility>
@@ -21,21 +22,93 @@ namespace flowbulk {
 
 namespace {
 
+// A ruleset larger than this is refused instead of read until memory runs
+// out (`-f /dev/zero` through a pipe, a runaway generator).
+constexpr size_t kMaxRulesetBytes = size_t{64} << 20;
+
+std::string too_large(const std::string& name) {
+  return "cannot read " + name + ": larger than " + std::to_string(kMaxRulesetBytes >> 20) + " MiB";
+}
+
+// Closes a file descriptor on scope exit.
+class OwnedFd {
+ public:
+  explicit OwnedFd(int fd) : fd_(fd) {}
+  ~OwnedFd() {
+    if (fd_ >= 0) {
+      close(fd_);
+    }
+  }
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// The whole input, read exactly once: libnftables then loads this text from
+// memory, so a FIFO, a pipe or `<(...)` work like a file and nothing can
+// change between what we look at and what nft loads.
 std::string read_ruleset(Invocation& invocation, const std::string& path) {
   if (path == "-") {
-    return {std::istreambuf_iterator<char>(invocation.env.in), std::istreambuf_iterator<char>()};
+    std::string text;
+    std::vector<char> chunk(size_t{64} << 10);
+    while (invocation.env.in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) ||
+           invocation.env.in.gcount() > 0) {
+      text.append(chunk.data(), static_cast<size_t>(invocation.env.in.gcount()));
+      if (text.size() > kMaxRulesetBytes) {
+        throw Error(too_large("standard input"), EFBIG, {}, kExitUsage);
+      }
+    }
+    if (invocation.env.in.bad()) {
+      throw Error("cannot read standard input", EIO, {}, kExitUsage);
+    }
+    return text;
   }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
+  auto fail = [&path](int saved, const std::string& why) -> Error {
+    return Error("cannot read " + path + ": " + why, saved, {}, kExitUsage);
+  };
+  // Opening a FIFO waits for its writer, as nft -f does.
+  OwnedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (fd.get() < 0) {
     const int saved = errno;
-    throw Error("cannot read " + path + ": " + errno_text(saved), saved, {}, kExitUsage);
+    throw fail(saved, errno_text(saved));
   }
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) {
-    throw Error("cannot read " + path, EIO, {}, kExitUsage);
+  struct stat info {};
+  if (fstat(fd.get(), &info) != 0) {
+    const int saved = errno;
+    throw fail(saved, errno_text(saved));
   }
-  return text.str();
+  if (S_ISDIR(info.st_mode)) {
+    throw fail(EISDIR, "it is a directory");
+  }
+  if (!S_ISREG(info.st_mode) && !S_ISFIFO(info.st_mode) && !S_ISSOCK(info.st_mode)) {
+    throw fail(EINVAL, "not a regular file, FIFO or pipe");
+  }
+  if (S_ISREG(info.st_mode) && static_cast<uintmax_t>(info.st_size) > kMaxRulesetBytes) {
+    throw Error(too_large(path), EFBIG, {}, kExitUsage);
+  }
+  std::string text;
+  std::vector<char> chunk(size_t{64} << 10);
+  while (true) {
+    const ssize_t n = read(fd.get(), chunk.data(), chunk.size());
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      const int saved = errno;
+      throw fail(saved, errno_text(saved));
+    }
+    if (n == 0) {
+      break;
+    }
+    text.append(chunk.data(), static_cast<size_t>(n));
+    if (text.size() > kMaxRulesetBytes) {
+      throw Error(too_large(path), EFBIG, {}, kExitUsage);
+    }
+  }
+  return text;
 }
 
 // nft quotes the offending source line under its message; show the user's
@@ -94,11 +167,11 @@ void do_load_file(Invocation& invocation, const std::string& path) {
     previous_ruleset = listing.output;
   }
 
-  // Untouched files load straight from disk, exactly as `nft -f` would
-  // (relative includes and all); rewritten ones from memory.
+  // From memory, always: the input was read once, above. nft resolves
+  // includes the same way for a file and for this text (include paths, and
+  // "./" relative to the working directory).
   const bool rewritten = !rewrite.flowtables.empty();
-  RulesetEngine::Result loaded =
-      rewritten || path == "-" ? engine->load_text(rewrite.ruleset, name) : engine->load_file(path);
+  RulesetEngine::Result loaded = engine->load_text(rewrite.ruleset, name);
   if (!loaded.ok) {
     // nft's own message with line and column; nft applied nothing.
     throw Error("cannot load " + name + ":\n" +

@@ -22,8 +22,6 @@ class RulesetEngine {
   virtual ~RulesetEngine() = default;
   // nft commands from a string (`list ruleset`, a restore).
   virtual Result run_commands(const std::string& commands) = 0;
-  // `nft -f PATH`.
-  virtual Result load_file(const std::string& path) = 0;
   // `nft -f` of a ruleset held in memory; error locations name
   // `display_name` with the line and column in `ruleset`.
   virtual Result load_text(const std::string& ruleset, const std::string& display_name) = 0;

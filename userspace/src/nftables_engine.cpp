@@ -48,11 +48,6 @@ class LibnftablesEngine final : public RulesetEngine {
     return collect(context.get(), nft_run_cmd_from_buffer(context.get(), commands.c_str()));
   }
 
-  Result load_file(const std::string& path) override {
-    NftContextPtr context = make_context();
-    return collect(context.get(), nft_run_cmd_from_filename(context.get(), path.c_str()));
-  }
-
   Result load_text(const std::string& ruleset, const std::string& display_name) override {
     // libnftables prints line numbers only for files (a buffer is treated
     // as one command line), so the text goes through an anonymous in-memory
@@ -73,7 +68,8 @@ class LibnftablesEngine final : public RulesetEngine {
       written += static_cast<size_t>(n);
     }
     const std::string path = "/proc/self/fd/" + std::to_string(memory.get());
-    Result result = load_file(path);
+    NftContextPtr context = make_context();
+    Result result = collect(context.get(), nft_run_cmd_from_filename(context.get(), path.c_str()));
     replace_all(result.errors, path, display_name);
     return result;
   }

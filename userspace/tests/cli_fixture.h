@@ -35,10 +35,6 @@ class FakeEngine final : public RulesetEngine {
     }
     return result;
   }
-  Result load_file(const std::string& path) override {
-    state_.calls.push_back("file: " + path);
-    return state_.load_result;
-  }
   Result load_text(const std::string& ruleset, const std::string& display_name) override {
     state_.calls.push_back("text: " + display_name);
     state_.loaded_text = ruleset;

@@ -4,9 +4,12 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <nf_flow_bulk.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli_fixture.h"
 #include "error.h"
@@ -469,8 +472,66 @@ TEST_F(CliTest, LoadPlainRulesetGoesStraightToNft) {
     file << "table inet fw { }\n";
   }
   EXPECT_EQ(run({"-f", path}), kExitOk) << err();
-  EXPECT_EQ(engine_.calls, (std::vector<std::string>{"file: " + path}));
+  // Read once by flowbulk, loaded from memory: nft never opens the path.
+  EXPECT_EQ(engine_.calls, (std::vector<std::string>{"text: " + path}));
+  EXPECT_EQ(engine_.loaded_text, "table inet fw { }\n");
   EXPECT_TRUE(nothing_opened());
+}
+
+TEST_F(CliTest, LoadFromAFifoReadsItOnce) {
+  const std::string path = ::testing::TempDir() + "/ruleset.fifo";
+  unlink(path.c_str());
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  std::thread writer([&path] {
+    std::ofstream fifo(path);
+    fifo << "table inet viafifo { }\n";
+  });
+  const int rc = run({"-f", path});
+  writer.join();
+  unlink(path.c_str());
+  EXPECT_EQ(rc, kExitOk) << err();
+  EXPECT_EQ(engine_.calls, (std::vector<std::string>{"text: " + path}));
+  EXPECT_EQ(engine_.loaded_text, "table inet viafifo { }\n");
+}
+
+TEST_F(CliTest, LoadFromAPipeLikeProcessSubstitution) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const std::string text = "table ip viapipe { }\n";
+  ASSERT_EQ(write(fds[1], text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fds[1]);
+  const std::string path = "/proc/self/fd/" + std::to_string(fds[0]);  // like <(...)
+  const int rc = run({"-f", path});
+  close(fds[0]);
+  EXPECT_EQ(rc, kExitOk) << err();
+  EXPECT_EQ(engine_.loaded_text, text);
+}
+
+TEST_F(CliTest, LoadRefusesDirectoriesAndDevicesBeforeReading) {
+  EXPECT_EQ(run({"-f", ::testing::TempDir()}), kExitUsage);
+  EXPECT_NE(err().find("Error: cannot read " + ::testing::TempDir() + ": it is a directory"),
+            std::string::npos)
+      << err();
+  EXPECT_EQ(run({"-f", "/dev/zero"}), kExitUsage);
+  EXPECT_EQ(err(), "Error: cannot read /dev/zero: not a regular file, FIFO or pipe\n");
+  EXPECT_EQ(run({"-f", "/nonexistent/x.nft"}), kExitUsage);
+  EXPECT_NE(err().find("Error: cannot read /nonexistent/x.nft: No such file"), std::string::npos)
+      << err();
+  EXPECT_TRUE(engine_.calls.empty());
+}
+
+TEST_F(CliTest, LoadRefusesOversizedInput) {
+  const std::string path = ::testing::TempDir() + "/huge.nft";
+  { std::ofstream file(path); }
+  ASSERT_EQ(truncate(path.c_str(), (off_t{64} << 20) + 1), 0);  // sparse: instant
+  EXPECT_EQ(run({"-f", path}), kExitUsage);
+  EXPECT_NE(err().find("larger than 64 MiB"), std::string::npos) << err();
+  unlink(path.c_str());
+  in_.str(std::string((size_t{64} << 20) + 1, '#'));
+  EXPECT_EQ(run({"-f", "-"}), kExitUsage);
+  EXPECT_NE(err().find("cannot read standard input: larger than 64 MiB"), std::string::npos)
+      << err();
+  EXPECT_TRUE(engine_.calls.empty());
 }
 
 TEST_F(CliTest, LoadEarlyIngressRulesetAttaches) {
