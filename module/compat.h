@@ -89,6 +89,40 @@ static inline bool nfb_dev_has_egress_hooks(const struct net_device *dev)
 }
 
 /*
+ * What __dev_queue_xmit() clears before the egress path; the list path
+ * must too. e420bed02507 (6.6, above) moved tc_at_ingress from
+ * CONFIG_NET_CLS_ACT to CONFIG_NET_XGRESS.
+ */
+static inline void nfb_skb_clear_tc_at_ingress(struct sk_buff *skb)
+{
+#ifdef NFB_HAVE_TCX_EGRESS
+#if IS_ENABLED(CONFIG_NET_XGRESS)
+	skb->tc_at_ingress = 0;
+#endif
+#elif IS_ENABLED(CONFIG_NET_CLS_ACT)
+	skb->tc_at_ingress = 0;
+#endif
+}
+
+/*
+ * XPS reads the sending CPU from skb->sender_cpu, which shares its bytes
+ * with the napi_id a received packet carries: netdev_core_pick_tx() resets
+ * it when it is not a CPU, and so must we before netdev_pick_tx().
+ */
+static inline void nfb_skb_set_sender_cpu(struct sk_buff *skb)
+{
+#ifdef CONFIG_XPS
+	/*
+	 * netdev_core_pick_tx() compares with NR_CPUS; NAPI ids start above
+	 * it (MIN_NAPI_ID), so for any value a received skb carries the two
+	 * tests agree.
+	 */
+	if (skb->sender_cpu - 1 >= (u32)nr_cpu_ids)
+		skb->sender_cpu = raw_smp_processor_id() + 1;
+#endif
+}
+
+/*
  * bfa858f220ab ("sysctl: Add size to register_net_sysctl function", 6.6)
  * takes the table size; before it a sentinel ended the table. Our tables
  * keep the sentinel and pass the size without it.

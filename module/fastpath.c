@@ -134,16 +134,24 @@ static bool nfb_tcp_fin_rst(const struct sk_buff *skb, unsigned int thoff)
 	return tcph->fin || tcph->rst;
 }
 
-/* Copy what transmit needs; the flow and its dst stay behind. */
+/*
+ * Copy what transmit needs; the flow stays behind. As the stock hook does
+ * (skb_dst_set_noref(), skb->dev = outdev), the packet leaves with the
+ * route attached and the output device as skb->dev; since it waits in a
+ * queue past this RCU section, both are referenced: @dst by the caller's
+ * dst_hold_safe(), the device here.
+ */
 static void nfb_prepare(struct sk_buff *skb, struct nfb_net *nn,
-			struct net_device *outdev,
+			struct dst_entry *dst,
 			const struct flow_offload *flow, u8 dsfield)
 {
+	struct net_device *outdev = dst->dev;
 	struct nfb_cb *cb = NFB_CB(skb);
 
 	skb_dst_drop(skb);
-	dev_hold(outdev);
-	cb->dev = outdev;
+	skb_dst_set(skb, dst);
+	netdev_hold(outdev, &cb->dev_tracker, GFP_ATOMIC);
+	skb->dev = outdev;
 	cb->nn = nn;
 	cb->flow_hash = hash_ptr(flow, 32);
 	cb->bulk_max = READ_ONCE(nn->bulk_max);
@@ -236,7 +244,6 @@ static int nfb_ipv4(struct nfb_net *nn, struct nf_flowtable *ft,
 	unsigned int thoff, hdrsize;
 	struct flow_offload *flow;
 	struct flow_ports *ports;
-	struct net_device *outdev;
 	struct rtable *rt;
 	struct iphdr *iph;
 	__be32 nexthop;
@@ -301,11 +308,14 @@ static int nfb_ipv4(struct nfb_net *nn, struct nf_flowtable *ft,
 	if (iph->protocol == IPPROTO_TCP && nfb_tcp_fin_rst(skb, thoff))
 		return NFB_DECLINE_TCP_FLAGS;
 
-	if (!dst_check(&rt->dst, tuplehash->tuple.dst_cookie))
+	if (!dst_check(&rt->dst, tuplehash->tuple.dst_cookie) ||
+	    !dst_hold_safe(&rt->dst))
 		return NFB_DECLINE_DST_STALE;
 
-	if (skb_try_make_writable(skb, thoff + hdrsize))
+	if (skb_try_make_writable(skb, thoff + hdrsize)) {
+		dst_release(&rt->dst);
 		return NFB_DECLINE_UNWRITABLE;
+	}
 
 	/* From here on the packet is ours. */
 	flow_offload_refresh(ft, flow, false);
@@ -319,9 +329,8 @@ static int nfb_ipv4(struct nfb_net *nn, struct nf_flowtable *ft,
 	if (ft->flags & NF_FLOWTABLE_COUNTER)
 		nf_ct_acct_update(flow->ct, dir, skb->len);
 
-	outdev = rt->dst.dev;
 	nexthop = rt_nexthop(rt, flow->tuplehash[!dir].tuple.src_v4.s_addr);
-	nfb_prepare(skb, nn, outdev, flow, ipv4_get_dsfield(iph));
+	nfb_prepare(skb, nn, &rt->dst, flow, ipv4_get_dsfield(iph));
 	NFB_CB(skb)->nexthop.v4 = nexthop;
 
 	return NFB_TAKEN;
@@ -415,7 +424,6 @@ static int nfb_ipv6(struct nfb_net *nn, struct nf_flowtable *ft,
 	unsigned int thoff, hdrsize;
 	struct flow_offload *flow;
 	struct flow_ports *ports;
-	struct net_device *outdev;
 	struct ipv6hdr *ip6h;
 	struct rt6_info *rt;
 
@@ -475,11 +483,14 @@ static int nfb_ipv6(struct nfb_net *nn, struct nf_flowtable *ft,
 		return NFB_DECLINE_TCP_FLAGS;
 
 	rt = dst_rt6_info(tuplehash->tuple.dst_cache);
-	if (!dst_check(&rt->dst, tuplehash->tuple.dst_cookie))
+	if (!dst_check(&rt->dst, tuplehash->tuple.dst_cookie) ||
+	    !dst_hold_safe(&rt->dst))
 		return NFB_DECLINE_DST_STALE;
 
-	if (skb_try_make_writable(skb, thoff + hdrsize))
+	if (skb_try_make_writable(skb, thoff + hdrsize)) {
+		dst_release(&rt->dst);
 		return NFB_DECLINE_UNWRITABLE;
+	}
 
 	/* From here on the packet is ours. */
 	flow_offload_refresh(ft, flow, false);
@@ -493,9 +504,8 @@ static int nfb_ipv6(struct nfb_net *nn, struct nf_flowtable *ft,
 	if (ft->flags & NF_FLOWTABLE_COUNTER)
 		nf_ct_acct_update(flow->ct, dir, skb->len);
 
-	outdev = rt->dst.dev;
 	nexthop = rt6_nexthop(rt, &flow->tuplehash[!dir].tuple.src_v6);
-	nfb_prepare(skb, nn, outdev, flow, ipv6_get_dsfield(ip6h));
+	nfb_prepare(skb, nn, &rt->dst, flow, ipv6_get_dsfield(ip6h));
 	NFB_CB(skb)->nexthop.v6 = *nexthop;
 
 	return NFB_TAKEN;
@@ -503,8 +513,8 @@ static int nfb_ipv6(struct nfb_net *nn, struct nf_flowtable *ft,
 
 /*
  * The hook. Runs under the RCU read lock of nf_hook_slow(); everything the
- * flowtable lookup returns is valid until we return, and nothing of it is
- * kept in the queued packet (see nfb_prepare()).
+ * flowtable lookup returns is valid until we return, and nothing of it but
+ * the referenced route is kept in the queued packet (see nfb_prepare()).
  */
 unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
 			 const struct nf_hook_state *state)
@@ -516,21 +526,24 @@ unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
 	int ret;
 
 	if (!READ_ONCE(nn->enable)) {
-		nfb_count_decline(nn, NFB_DECLINE_DISABLED);
-		return NF_ACCEPT;
+		ret = NFB_DECLINE_DISABLED;
+		goto decline;
 	}
 
 	ft = nfb_next_flowtable(h, state->in, &ftfn);
 	if (unlikely(!ft)) {
-		nfb_count_decline(nn, NFB_DECLINE_NO_FLOWTABLE);
-		nfb_rescan_request(nn);
-		return NF_ACCEPT;
+		ret = NFB_DECLINE_NO_FLOWTABLE;
+		/* Only a changed hook list can change the answer. */
+		if (rcu_access_pointer(state->in->nf_hooks_ingress) !=
+		    READ_ONCE(h->seen))
+			nfb_rescan_request(nn);
+		goto decline;
 	}
 
 	/* The queue owns the packet from here: it must not be shared. */
 	if (unlikely(skb_shared(skb))) {
-		nfb_count_decline(nn, NFB_DECLINE_SHARED);
-		return NF_ACCEPT;
+		ret = NFB_DECLINE_SHARED;
+		goto decline;
 	}
 
 	if (skb_vlan_tag_present(skb)) {
@@ -559,12 +572,21 @@ unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
 		}
 	}
 
-	if (ret != NFB_TAKEN) {
-		nfb_count_decline(nn, ret);
-		return NF_ACCEPT;
-	}
+	if (ret != NFB_TAKEN)
+		goto decline;
 
 	this_cpu_inc(nn->stats->packets);
 	nfb_enqueue(skb);
 	return NF_STOLEN;
+
+decline:
+	nfb_count_decline(nn, ret);
+	/*
+	 * The packet goes on to the stock path, which transmits at once:
+	 * packets of its flow queued here must leave before it. Neither
+	 * non-IP packets nor encapsulated ones (never taken) can have any.
+	 */
+	if (ret != NFB_DECLINE_NOT_IP && ret != NFB_DECLINE_ENCAP)
+		nfb_flush_local();
+	return NF_ACCEPT;
 }

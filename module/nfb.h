@@ -47,6 +47,10 @@ struct nfb_stats {
 	long	inflight;
 };
 
+/* Rescans of an unsettled attachment back off from 1/2 s to a minute. */
+#define NFB_RESCAN_MIN		(HZ / 2)
+#define NFB_RESCAN_MAX		(64 * HZ)
+
 /* Per-netns state. */
 struct nfb_net {
 	struct net			*net;
@@ -57,7 +61,14 @@ struct nfb_net {
 	struct list_head		attachments;	/* under RTNL */
 	struct delayed_work		rescan_work;
 	unsigned long			rescan_next;	/* jiffies */
+	unsigned long			rescan_delay;	/* under RTNL */
+	/*
+	 * Set under RTNL once the namespace (or the module) is going away:
+	 * no attach, no rescan, no new work after that.
+	 */
 	bool				exiting;
+	/* Set last by nfb_net_init(): the notifier ignores a half-made nn. */
+	bool				ready;
 };
 
 /* One attached flowtable, identified by what the user gave. Under RTNL. */
@@ -69,6 +80,7 @@ struct nfb_attach {
 	char			name[NFT_NAME_MAXLEN];
 	int			priority;	/* last seen flowtable priority */
 	bool			unsettled;	/* hooks pending removal */
+	u64			scans;		/* rescans since attach */
 	struct list_head	hooks;		/* struct nfb_hook */
 };
 
@@ -79,7 +91,6 @@ struct nfb_attach {
 struct nfb_hook {
 	struct list_head	list;		/* under RTNL */
 	struct nf_hook_ops	ops;
-	struct nfb_attach	*attach;	/* control path only */
 	struct nfb_net		*nn;
 	struct net_device	*dev;		/* valid until NETDEV_UNREGISTER */
 	int			ft_priority;
@@ -89,17 +100,29 @@ struct nfb_hook {
 	 * with the entry that follows ours, never dereferenced on its own.
 	 */
 	const void		*ft_cookie;
+	/*
+	 * dev->nf_hooks_ingress as the last scan saw it, never dereferenced:
+	 * the datapath asks for a rescan only when the device's hook list
+	 * changed since, so a layout the module cannot use (another hook
+	 * between ours and the flowtable) costs one scan, not one per packet.
+	 */
+	const void		*seen;
 	struct rcu_head		rcu;
 };
 
-/* What transmit needs, copied into skb->cb by the hook. */
+/*
+ * What transmit needs, copied into skb->cb by the hook. The output device
+ * is skb->dev, held (netdev_hold() with @dev_tracker) from the moment the
+ * packet is taken until its bulk has been handed on; the route is
+ * skb_dst(), referenced. Nothing else of the flow survives the hook.
+ */
 struct nfb_cb {
 	union {
 		__be32		v4;
 		struct in6_addr	v6;
 	} nexthop;
-	struct net_device	*dev;		/* held with dev_hold() */
 	struct nfb_net		*nn;		/* kept alive by inflight */
+	netdevice_tracker	dev_tracker;
 	u32			flow_hash;
 	u16			bulk_max;
 	u8			dsfield;	/* DSCP, ECN bits cleared */
@@ -136,6 +159,7 @@ void nfb_detach_all(struct nfb_net *nn);
 void nfb_rescan_all(struct nfb_net *nn);
 void nfb_rescan_work(struct work_struct *work);
 void nfb_rescan_request(struct nfb_net *nn);
+bool nfb_hook_adjacent(const struct nfb_hook *h);
 int nfb_attach_init(void);
 void nfb_attach_fini(void);
 
@@ -190,6 +214,7 @@ struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
 
 /* xmit.c */
 void nfb_enqueue(struct sk_buff *skb);
+void nfb_flush_local(void);
 int nfb_xmit_init(void);
 void nfb_xmit_fini(void);
 void nfb_wait_inflight(struct nfb_net *nn);

@@ -15,10 +15,12 @@
  * another CPU (when a CPU goes offline its NAPI moves), hence only its sum
  * is used.
  */
+#include <linux/cpu.h>
 #include <linux/etherdevice.h>
 #include <linux/if_ether.h>
 #include <linux/if_vlan.h>
 #include <linux/log2.h>
+#include <linux/moduleparam.h>
 #include <linux/netdevice.h>
 #include <net/arp.h>
 #include <net/ipv6.h>
@@ -34,6 +36,7 @@
 struct nfb_cpu {
 	struct sk_buff_head	queue;
 	struct napi_struct	napi;
+	bool			draining;	/* in nfb_drain() */
 };
 
 struct nfb_bulk {
@@ -52,21 +55,75 @@ struct nfb_bulk {
 static struct nfb_cpu __percpu *nfb_cpus;
 static struct net_device *nfb_napi_dev;
 
-static void nfb_free_skb(struct sk_buff *skb, enum nfb_drop_reason r)
-{
-	struct nfb_net *nn = NFB_CB(skb)->nn;
+/*
+ * Fault injection for the selftests: while set, the poll leaves taken
+ * packets in the per-CPU queues (at most NFB_QUEUE_FLUSH per CPU; further
+ * ones are dropped as queue_full), so that a test can delete devices,
+ * namespaces or CPUs under them, or send a packet the hook declines behind
+ * them (nfb_flush_local() still drains). Clearing it schedules every CPU's
+ * poll. Never set it on a router.
+ */
+static bool nfb_test_hold;
 
-	nfb_count_drop(nn, r);
-	dev_put(NFB_CB(skb)->dev);
-	kfree_skb(skb);
-	this_cpu_dec(nn->stats->inflight);
+static void nfb_kick_cpu(void *unused)
+{
+	napi_schedule(&this_cpu_ptr(nfb_cpus)->napi);
 }
 
+static int nfb_test_hold_set(const char *val, const struct kernel_param *kp)
+{
+	int cpu, err;
+
+	err = param_set_bool(val, kp);
+	if (err || READ_ONCE(nfb_test_hold) || !nfb_cpus)
+		return err;
+
+	cpus_read_lock();
+	for_each_possible_cpu(cpu) {
+		if (cpu_online(cpu)) {
+			smp_call_function_single(cpu, nfb_kick_cpu, NULL, 1);
+			continue;
+		}
+		/* An offline CPU's queue is drained here, as dev_cpu_dead() would. */
+		local_bh_disable();
+		napi_schedule(&per_cpu_ptr(nfb_cpus, cpu)->napi);
+		local_bh_enable();
+	}
+	cpus_read_unlock();
+	return 0;
+}
+
+static const struct kernel_param_ops nfb_test_hold_ops = {
+	.set	= nfb_test_hold_set,
+	.get	= param_get_bool,
+};
+
+module_param_cb(test_hold, &nfb_test_hold_ops, &nfb_test_hold, 0600);
+MODULE_PARM_DESC(test_hold,
+		 "selftests only: keep taken packets queued until cleared");
+
+/*
+ * The transmit queue dev_queue_xmit() would pick, computed the same way
+ * (netdev_core_pick_tx(), not exported) on the same skb, so that a packet
+ * of a flow that falls back to dev_queue_xmit() lands on the queue its
+ * list-path siblings use. skb->dev is already the output device. The skb's
+ * queue_mapping (the receive queue, which skb_tx_hash() reads) is left as
+ * it is; the list path sets it just before the driver.
+ */
 static u16 nfb_pick_txq(struct net_device *dev, struct sk_buff *skb)
 {
 	const struct net_device_ops *ops = dev->netdev_ops;
 	int q = 0;
 
+	/*
+	 * A device going away has no queues left to pick from; its packets
+	 * are dropped (dev_down) before any queue is used. Closing it waits
+	 * for an RCU grace period, so a device seen running here keeps its
+	 * queues until this poll ends.
+	 */
+	if (unlikely(!netif_running(dev)))
+		return 0;
+	nfb_skb_set_sender_cpu(skb);
 	if (dev->real_num_tx_queues != 1) {
 		if (ops->ndo_select_queue)
 			q = ops->ndo_select_queue(dev, skb, NULL);
@@ -74,7 +131,6 @@ static u16 nfb_pick_txq(struct net_device *dev, struct sk_buff *skb)
 			q = netdev_pick_tx(dev, skb, NULL);
 		q = netdev_cap_txqueue(dev, q);
 	}
-	skb_set_queue_mapping(skb, q);
 	return q;
 }
 
@@ -96,45 +152,37 @@ static int nfb_push_l2(struct sk_buff *skb, struct net_device *dev,
 {
 	__skb_pull(skb, skb_network_offset(skb));
 	if (unlikely(skb_headroom(skb) < hh_len) && skb_cow_head(skb, hh_len))
-		return -ENOMEM;
+		return NFB_DROP_NOMEM;
 	if (eth)
 		memcpy(__skb_push(skb, ETH_HLEN), eth, ETH_HLEN);
 	else if (dev_hard_header(skb, dev, ntohs(skb->protocol), ha, NULL,
 				 skb->len) < 0)
-		return -EINVAL;
+		return NFB_DROP_HEADER;
 	skb_reset_mac_header(skb);
-	skb->dev = dev;
 	return 0;
 }
 
 /* Slow neighbour: exactly what the stock flowtable does, per packet. */
-static void nfb_neigh_xmit(struct sk_buff *skb, struct net_device *dev,
+static void nfb_neigh_xmit(struct sk_buff *skb, struct nfb_net *nn,
 			   __be16 proto)
 {
 	struct nfb_cb cb = *NFB_CB(skb);
 
 	memset(skb->cb, 0, sizeof(skb->cb));
-	skb->dev = dev;
-	nfb_count_fallback(cb.nn, NFB_FALLBACK_NEIGH);
+	nfb_count_fallback(nn, NFB_FALLBACK_NEIGH);
 	if (proto == htons(ETH_P_IP))
-		neigh_xmit(NEIGH_ARP_TABLE, dev, &cb.nexthop.v4, skb);
+		neigh_xmit(NEIGH_ARP_TABLE, skb->dev, &cb.nexthop.v4, skb);
 	else
-		neigh_xmit(NEIGH_ND_TABLE, dev, &cb.nexthop.v6, skb);
-	dev_put(dev);
-	this_cpu_dec(cb.nn->stats->inflight);
+		neigh_xmit(NEIGH_ND_TABLE, skb->dev, &cb.nexthop.v6, skb);
 }
 
 /* One packet through the full stack: qdisc, egress hooks, busy txq. */
-static void nfb_queue_xmit(struct sk_buff *skb, struct net_device *dev,
+static void nfb_queue_xmit(struct sk_buff *skb, struct nfb_net *nn,
 			   enum nfb_fallback_reason r)
 {
-	struct nfb_net *nn = NFB_CB(skb)->nn;
-
 	memset(skb->cb, 0, sizeof(skb->cb));
 	nfb_count_fallback(nn, r);
 	dev_queue_xmit(skb);
-	dev_put(dev);
-	this_cpu_dec(nn->stats->inflight);
 }
 
 /*
@@ -150,13 +198,55 @@ static bool nfb_qdisc_bypassable(const struct Qdisc *q)
 }
 
 /*
- * Hand a validated list to the driver under one txq lock, xmit_more on all
- * but the last, taps as dev_hard_start_xmit() feeds them. Returns what the
- * driver did not take. Caller holds the txq lock.
+ * Put @skb (a list) back at the head of lockless qdisc @q, as
+ * dev_requeue_skb() of net/sched/sch_generic.c (static; the same in 6.1
+ * and 6.12) does when sch_direct_xmit() finds the driver busy: the qdisc
+ * sends it first when it runs again (qdisc_run_end() sees MISSED).
  */
-static struct sk_buff *nfb_start_xmit_list(struct sk_buff *skb,
-					   struct net_device *dev,
-					   struct netdev_queue *txq)
+static void nfb_requeue(struct sk_buff *skb, struct Qdisc *q)
+{
+	spinlock_t *lock = qdisc_lock(q);
+
+	spin_lock(lock);
+	while (skb) {
+		struct sk_buff *next = skb->next;
+
+		__skb_queue_tail(&q->gso_skb, skb);
+		if (qdisc_is_percpu_stats(q)) {
+			qdisc_qstats_cpu_requeues_inc(q);
+			qdisc_qstats_cpu_backlog_inc(q, skb);
+			qdisc_qstats_cpu_qlen_inc(q);
+		} else {
+			q->qstats.requeues++;
+			qdisc_qstats_backlog_inc(q, skb);
+			q->q.qlen++;
+		}
+		skb = next;
+	}
+	spin_unlock(lock);
+	set_bit(__QDISC_STATE_MISSED, &q->state);
+}
+
+/* Why nfb_start_xmit_list() stopped before the end of its list. */
+enum nfb_stop {
+	NFB_STOP_NONE,
+	NFB_STOP_DRIVER,	/* refused, or the queue stopped or froze */
+	NFB_STOP_QDISC,		/* another CPU queued on the bypassed qdisc */
+};
+
+/*
+ * Hand a validated list to the driver under one txq lock, xmit_more on all
+ * but the last, taps as dev_hard_start_xmit() feeds them. Behind qdisc
+ * @bypass, each packet is sent only while the qdisc is still empty, as
+ * __dev_xmit_skb() decides per packet, and counted in its statistics the
+ * same way. *@rest gets what the driver did not take. Caller holds the txq
+ * lock.
+ */
+static enum nfb_stop nfb_start_xmit_list(struct sk_buff *skb,
+					 struct net_device *dev,
+					 struct netdev_queue *txq,
+					 struct Qdisc *bypass,
+					 struct sk_buff **rest)
 {
 	bool nit = dev_nit_active(dev);
 
@@ -164,19 +254,34 @@ static struct sk_buff *nfb_start_xmit_list(struct sk_buff *skb,
 		struct sk_buff *next = skb->next;
 		netdev_tx_t rc;
 
+		if (bypass) {
+			if (unlikely(!nolock_qdisc_is_empty(bypass))) {
+				*rest = skb;
+				return NFB_STOP_QDISC;
+			}
+			qdisc_bstats_cpu_update(bypass, skb);
+		}
 		skb_mark_not_on_list(skb);
 		if (nit)
 			dev_queue_xmit_nit(skb, dev);
 		rc = netdev_start_xmit(skb, dev, txq, next);
 		if (unlikely(!dev_xmit_complete(rc))) {
 			skb->next = next;
-			return skb;
+			*rest = skb;
+			return NFB_STOP_DRIVER;
 		}
 		skb = next;
-		if (skb && netif_tx_queue_stopped(txq))
-			return skb;
+		if (skb && (bypass ? netif_xmit_frozen_or_stopped(txq) :
+				     netif_xmit_stopped(txq))) {
+			/* __dev_xmit_skb() counts it, then finds the queue stopped. */
+			if (bypass)
+				qdisc_bstats_cpu_update(bypass, skb);
+			*rest = skb;
+			return NFB_STOP_DRIVER;
+		}
 	}
-	return NULL;
+	*rest = NULL;
+	return NFB_STOP_NONE;
 }
 
 /*
@@ -191,28 +296,78 @@ static bool nfb_needs_validate(const struct sk_buff *skb)
 	       skb->sk || skb_sec_path(skb);
 }
 
+/*
+ * validate_xmit_skb_list() one packet at a time, so that a packet it drops
+ * is counted here (it frees the packet and counts it at the device); GSO
+ * packets come back as lists of segments.
+ */
+static struct sk_buff *nfb_validate_list(struct sk_buff *list,
+					 struct net_device *dev,
+					 struct nfb_net *nn)
+{
+	struct sk_buff *skb, *next, *segs, *head = NULL, **tail = &head;
+	bool again = false;
+
+	for (skb = list; skb; skb = next) {
+		next = skb->next;
+		skb_mark_not_on_list(skb);
+		segs = validate_xmit_skb_list(skb, dev, &again);
+		if (unlikely(!segs)) {
+			nfb_count_drop(nn, NFB_DROP_VALIDATE);
+			continue;
+		}
+		*tail = segs;
+		while (segs->next)
+			segs = segs->next;
+		tail = &segs->next;
+	}
+	return head;
+}
+
 static unsigned int nfb_hist_bucket(unsigned int n)
 {
 	return min_t(unsigned int, ilog2(n), NFB_HIST_BUCKETS - 1);
 }
 
-static void nfb_xmit_bulk(struct nfb_bulk *b)
+/* The bulk's packets, from @skb on, each to @q as dev_qdisc_enqueue(). */
+static void nfb_enqueue_qdisc(struct sk_buff *skb, struct Qdisc *q,
+			      struct nfb_net *nn)
+{
+	struct sk_buff *next, *to_free = NULL;
+
+	for (; skb; skb = next) {
+		next = skb->next;
+		skb_mark_not_on_list(skb);
+		nfb_count_fallback(nn, NFB_FALLBACK_QDISC);
+		q->enqueue(skb, q, &to_free);
+	}
+	if (unlikely(to_free))
+		kfree_skb_list(to_free);
+}
+
+/*
+ * Transmit one bulk. The caller holds a reference on b->dev for the whole
+ * call (the packets' own references are already released) and the bulk's
+ * packets are counted in flight until it returns.
+ */
+static void __nfb_xmit_bulk(struct nfb_bulk *b)
 {
 	struct net_device *dev = b->dev;
 	struct nfb_net *nn = b->nn;
-	unsigned int hh_len, i, n = 0;
+	unsigned int hh_len, n = 0;
 	struct sk_buff *skb, *next;
 	struct netdev_queue *txq;
 	u8 ha[MAX_ADDR_LEN] __uninitialized;
 	struct neighbour *neigh;
 	enum nfb_fallback_reason r;
-	struct sk_buff *list = NULL, **tail = &list;
-	bool again = false, validate = false;
+	struct sk_buff *list = NULL, **tail = &list, *rest;
+	bool validate = false, dst_release;
 	struct ethhdr eth __uninitialized;
 	struct ethhdr *ethp = NULL;
 	struct Qdisc *q, *bypass = NULL;
+	enum nfb_stop stop;
 	bool gso = false;
-	int cpu;
+	int cpu, err;
 
 	b->tail->next = NULL;
 	skb = b->head;
@@ -221,7 +376,8 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 		for (; skb; skb = next) {
 			next = skb->next;
 			skb_mark_not_on_list(skb);
-			nfb_free_skb(skb, NFB_DROP_DEV_DOWN);
+			nfb_count_drop(nn, NFB_DROP_DEV_DOWN);
+			kfree_skb(skb);
 		}
 		return;
 	}
@@ -231,7 +387,8 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 	 * but unconfirmed one (stale, delay, probe) is used too, once
 	 * neigh_event_send() has run its state machine (stale -> delay);
 	 * anything else takes the per-packet neigh_xmit() path, which queues
-	 * the packet while the address is resolved.
+	 * the packet while the address is resolved and, with the route still
+	 * attached, sends ICMP host unreachable when resolution fails.
 	 */
 	neigh = nfb_neigh(dev, b->proto, NFB_CB(skb));
 	if (!neigh || (!(READ_ONCE(neigh->nud_state) & NUD_CONNECTED) &&
@@ -240,7 +397,7 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 		for (; skb; skb = next) {
 			next = skb->next;
 			skb_mark_not_on_list(skb);
-			nfb_neigh_xmit(skb, dev, b->proto);
+			nfb_neigh_xmit(skb, nn, b->proto);
 		}
 		return;
 	}
@@ -267,19 +424,28 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 		r = __NFB_FALLBACK_MAX;
 	if (r == __NFB_FALLBACK_MAX && q->enqueue)
 		bypass = q;
+	/* What __dev_queue_xmit() does with the route before the qdisc. */
+	dst_release = dev->priv_flags & IFF_XMIT_DST_RELEASE;
 
 	for (; skb; skb = next) {
 		next = skb->next;
 		skb_mark_not_on_list(skb);
-		if (unlikely(nfb_push_l2(skb, dev, ha, ethp, hh_len))) {
-			nfb_free_skb(skb, NFB_DROP_NOMEM);
+		err = nfb_push_l2(skb, dev, ha, ethp, hh_len);
+		if (unlikely(err)) {
+			nfb_count_drop(nn, err);
+			kfree_skb(skb);
 			continue;
 		}
 		if (r != __NFB_FALLBACK_MAX) {
-			nfb_queue_xmit(skb, dev, r);
+			nfb_queue_xmit(skb, nn, r);
 			continue;
 		}
 		memset(skb->cb, 0, sizeof(skb->cb));
+		nfb_skb_clear_tc_at_ingress(skb);
+		if (dst_release)
+			skb_dst_drop(skb);
+		else
+			skb_dst_force(skb);
 		validate |= nfb_needs_validate(skb);
 		gso |= skb_is_gso(skb);
 		*tail = skb;
@@ -291,9 +457,9 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 
 	/*
 	 * Behind a qdisc, only while it is empty and this CPU holds its run
-	 * lock, as __dev_xmit_skb() sends one packet directly; the qdisc
-	 * counts what passes by. GSO packets would need the qdisc's per-segment
-	 * length: they take the qdisc's own path.
+	 * lock, as __dev_xmit_skb() sends a packet directly. GSO packets
+	 * would need the qdisc's per-segment length: they take the qdisc's
+	 * own path.
 	 */
 	if (bypass) {
 		if (gso || !nolock_qdisc_is_empty(q) || !qdisc_run_begin(q))
@@ -303,60 +469,69 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 			qdisc_run_end(q);
 			goto queue;
 		}
-		for (skb = list; skb; skb = skb->next) {
+		for (skb = list; skb; skb = skb->next)
 			qdisc_skb_cb(skb)->pkt_len = skb->len;
-			qdisc_bstats_cpu_update(q, skb);
-		}
 	}
 
-	/* The list path: dev, nn and n references are ours until the end. */
 	this_cpu_inc(nn->stats->bulks);
 	this_cpu_inc(nn->stats->hist[nfb_hist_bucket(n)]);
 
-	skb = validate ? validate_xmit_skb_list(list, dev, &again) : list;
+	skb = validate ? nfb_validate_list(list, dev, nn) : list;
 	if (unlikely(!skb)) {
-		this_cpu_add(nn->stats->drop[NFB_DROP_VALIDATE], n);
 		if (bypass)
 			qdisc_run_end(q);
-		goto out;
+		return;
 	}
+	/*
+	 * The queue is chosen: now the driver, and the qdisc should any of
+	 * them end up there, may read it (segments inherit it).
+	 */
+	for (rest = skb; rest; rest = rest->next)
+		skb_set_queue_mapping(rest, b->txq);
 
+	rest = skb;
+	stop = NFB_STOP_DRIVER;
 	HARD_TX_LOCK(dev, txq, cpu);
-	if (!netif_xmit_frozen_or_stopped(txq)) {
+	if (bypass ? !netif_xmit_frozen_or_stopped(txq) :
+		     !netif_xmit_stopped(txq)) {
 		dev_xmit_recursion_inc();
-		skb = nfb_start_xmit_list(skb, dev, txq);
+		stop = nfb_start_xmit_list(skb, dev, txq, bypass, &rest);
 		dev_xmit_recursion_dec();
 	}
 	HARD_TX_UNLOCK(dev, txq);
 
-	/*
-	 * What the device refused. Behind a qdisc it waits there, as a
-	 * requeued packet would, and the qdisc runs again from net_tx_action;
-	 * a noqueue device cannot hold it.
-	 */
 	if (bypass) {
-		struct sk_buff *to_free = NULL;
-
-		for (; skb; skb = next) {
-			next = skb->next;
-			skb_mark_not_on_list(skb);
-			nfb_count_fallback(nn, NFB_FALLBACK_QDISC);
-			q->enqueue(skb, q, &to_free);
+		/*
+		 * As sch_direct_xmit(): what the driver refused goes back to
+		 * the head of the qdisc (counted once, as __dev_xmit_skb()
+		 * counts a packet before trying the driver); once another CPU
+		 * has queued behind us, the rest queues behind it.
+		 */
+		if (stop == NFB_STOP_DRIVER) {
+			nfb_count_fallback(nn, NFB_FALLBACK_BUSY);
+			for (skb = rest->next; skb; skb = skb->next) {
+				nfb_count_fallback(nn, NFB_FALLBACK_BUSY);
+				qdisc_bstats_cpu_update(q, skb);
+			}
+			nfb_requeue(rest, q);
+		} else if (stop == NFB_STOP_QDISC) {
+			nfb_enqueue_qdisc(rest, q, nn);
 		}
 		qdisc_run_end(q);
 		if (!nolock_qdisc_is_empty(q))
 			__netif_schedule(q);
-		if (unlikely(to_free))
-			kfree_skb_list(to_free);
+		return;
 	}
-	for (; skb; skb = next) {
+
+	/* A noqueue device cannot hold what it refused: __dev_queue_xmit() drops it. */
+	for (skb = rest; skb; skb = next) {
 		next = skb->next;
 		skb_mark_not_on_list(skb);
-		this_cpu_inc(nn->stats->drop[NFB_DROP_XMIT]);
+		nfb_count_drop(nn, NFB_DROP_XMIT);
 		dev_core_stats_tx_dropped_inc(dev);
 		kfree_skb(skb);
 	}
-	goto out;
+	return;
 
 queue:
 	/* The qdisc was busy after all: every packet through dev_queue_xmit(). */
@@ -366,9 +541,30 @@ queue:
 		nfb_count_fallback(nn, NFB_FALLBACK_QDISC);
 		dev_queue_xmit(skb);
 	}
-out:
-	for (i = 0; i < n; i++)
-		dev_put(dev);
+}
+
+/*
+ * The bulk holds one reference on the output device while it is sent;
+ * the references its packets took in the hook are dropped first (per-CPU
+ * counters without a tracker). The in-flight count, which keeps b->nn
+ * alive, drops last.
+ */
+static void nfb_xmit_bulk(struct nfb_bulk *b)
+{
+	struct net_device *dev = b->dev;
+	struct nfb_net *nn = b->nn;
+	unsigned int n = b->count;
+	netdevice_tracker tracker;
+	struct sk_buff *skb;
+
+	netdev_hold(dev, &tracker, GFP_ATOMIC);
+	for (skb = b->head; skb != b->tail; skb = skb->next)
+		netdev_put(dev, &NFB_CB(skb)->dev_tracker);
+	netdev_put(dev, &NFB_CB(skb)->dev_tracker);
+
+	__nfb_xmit_bulk(b);
+
+	netdev_put(dev, &tracker);
 	this_cpu_sub(nn->stats->inflight, n);
 }
 
@@ -377,7 +573,7 @@ static bool nfb_key_match(const struct nfb_bulk *b, const struct sk_buff *skb,
 {
 	const struct nfb_cb *cb = NFB_CB(skb);
 
-	if (b->dev != cb->dev || b->proto != skb->protocol ||
+	if (b->dev != skb->dev || b->proto != skb->protocol ||
 	    b->txq != txq || b->dsfield != cb->dsfield)
 		return false;
 	if (skb->protocol == htons(ETH_P_IP))
@@ -400,8 +596,10 @@ static int nfb_drain(struct nfb_cpu *c, int budget)
 
 	/*
 	 * Work on a private list: a transmit that re-enters the hook on this
-	 * CPU appends to c->queue, never to the packets being grouped here.
+	 * CPU appends to c->queue, never to the packets being grouped here,
+	 * and does not drain (c->draining) ahead of them.
 	 */
+	c->draining = true;
 	__skb_queue_head_init(&todo);
 	if (skb_queue_len(&c->queue) <= budget) {
 		work = skb_queue_len(&c->queue);
@@ -416,7 +614,7 @@ static int nfb_drain(struct nfb_cpu *c, int budget)
 	while ((skb = __skb_dequeue(&todo))) {
 		const struct nfb_cb *cb = NFB_CB(skb);
 		u64 bit = 1ULL << (cb->flow_hash & 63);
-		u16 txq = nfb_pick_txq(cb->dev, skb);
+		u16 txq = nfb_pick_txq(skb->dev, skb);
 		struct nfb_bulk *b = NULL;
 
 		for (i = 0; i < nopen; i++) {
@@ -443,7 +641,7 @@ static int nfb_drain(struct nfb_cpu *c, int budget)
 			b = &open[nopen++];
 			b->head = skb;
 			b->tail = skb;
-			b->dev = cb->dev;
+			b->dev = skb->dev;
 			b->nn = cb->nn;
 			b->flows = 0;
 			b->count = 0;
@@ -466,39 +664,79 @@ static int nfb_drain(struct nfb_cpu *c, int budget)
 	for (i = 0; i < nopen; i++)
 		nfb_xmit_bulk(&open[i]);
 
+	c->draining = false;
 	return work;
 }
 
 static int nfb_poll(struct napi_struct *napi, int budget)
 {
 	struct nfb_cpu *c = container_of(napi, struct nfb_cpu, napi);
-	int work;
+	int work = 0;
 
-	work = nfb_drain(c, budget);
+	if (likely(!READ_ONCE(nfb_test_hold)))
+		work = nfb_drain(c, budget);
 	if (work < budget)
 		napi_complete_done(napi, work);
 	return work;
 }
 
-/* Called by the hook with the packet prepared; takes ownership. */
+/*
+ * Called by the hook with the packet prepared; takes ownership.
+ *
+ * The hook may run in process context (netif_receive_skb() callers, or a
+ * threaded NAPI poll): the queue needs BH disabled, which softirq context
+ * already is.
+ */
 void nfb_enqueue(struct sk_buff *skb)
 {
-	/*
-	 * The hook may run in process context (netif_receive_skb() callers):
-	 * the queue needs BH disabled, which softirq context already is.
-	 */
 	bool bh = !in_softirq();
+	struct nfb_net *nn = NFB_CB(skb)->nn;
 	struct nfb_cpu *c;
 
 	if (bh)
 		local_bh_disable();
 	c = this_cpu_ptr(nfb_cpus);
-	this_cpu_inc(NFB_CB(skb)->nn->stats->inflight);
+	this_cpu_inc(nn->stats->inflight);
+	if (unlikely(skb_queue_len(&c->queue) >= NFB_QUEUE_FLUSH)) {
+		if (READ_ONCE(nfb_test_hold) || c->draining) {
+			nfb_count_drop(nn, NFB_DROP_QUEUE_FULL);
+			netdev_put(skb->dev, &NFB_CB(skb)->dev_tracker);
+			kfree_skb(skb);
+			this_cpu_dec(nn->stats->inflight);
+			goto out;
+		}
+		nfb_drain(c, NFB_QUEUE_FLUSH);
+	}
 	__skb_queue_tail(&c->queue, skb);
 	if (skb_queue_len(&c->queue) == 1)
 		napi_schedule(&c->napi);
-	else if (unlikely(skb_queue_len(&c->queue) >= NFB_QUEUE_FLUSH))
-		nfb_drain(c, NFB_QUEUE_FLUSH);
+out:
+	if (bh)
+		local_bh_enable();
+}
+
+/*
+ * Per-flow order: the hook calls this before it lets a packet go on to
+ * the stock flowtable or the stack. That packet may belong to a flow whose
+ * earlier packets wait in this CPU's queue (a FIN or an over-MTU packet
+ * after data, a packet of a flow torn down meanwhile): they leave first,
+ * as the stock path, which transmits inline, would have sent them.
+ */
+void nfb_flush_local(void)
+{
+	bool bh;
+	struct nfb_cpu *c;
+
+	/* A peek without BH off: only this CPU's hook and poll fill it. */
+	if (likely(skb_queue_empty_lockless(&raw_cpu_ptr(nfb_cpus)->queue)))
+		return;
+
+	bh = !in_softirq();
+	if (bh)
+		local_bh_disable();
+	c = this_cpu_ptr(nfb_cpus);
+	if (!c->draining)
+		nfb_drain(c, INT_MAX);
 	if (bh)
 		local_bh_enable();
 }

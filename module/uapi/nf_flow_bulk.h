@@ -38,6 +38,7 @@ enum nfb_attr {
 	NFB_A_DEVICE,		/* nest of enum nfb_dev_attr */
 	NFB_A_STATS,		/* nest of enum nfb_stats_attr (reply) */
 	NFB_A_PAD,
+	NFB_A_SCANS,		/* u64: rescans of this attachment (reply) */
 	__NFB_A_MAX,
 };
 
@@ -47,6 +48,11 @@ enum nfb_dev_attr {
 	NFB_DEV_A_UNSPEC,
 	NFB_DEV_A_IFINDEX,	/* u32 */
 	NFB_DEV_A_IFNAME,	/* string */
+	NFB_DEV_A_ADJACENT,	/* u8: 1 when the module's hook runs right
+				 * before the flowtable's; 0 when another hook
+				 * sits between them and every packet is left
+				 * to the stock path (reply)
+				 */
 	__NFB_DEV_A_MAX,
 };
 
@@ -91,7 +97,7 @@ enum nfb_decline_reason {
 	NFB_DECLINE_XMIT_TYPE,	/* direct, XFRM or other xmit type */
 	NFB_DECLINE_ENCAP,	/* VLAN / PPPoE / tunnel not handled */
 	NFB_DECLINE_UNWRITABLE,	/* could not make the header writable */
-	NFB_DECLINE_DYING,	/* flow is being torn down */
+	NFB_DECLINE_DYING,	/* reserved, never counted: a dying flow is a miss */
 	NFB_DECLINE_L4PROTO,	/* neither TCP nor UDP */
 	NFB_DECLINE_SHARED,	/* skb shared with another owner */
 	__NFB_DECLINE_MAX,
@@ -102,19 +108,24 @@ enum nfb_fallback_reason {
 	NFB_FALLBACK_QDISC,	/* egress device has a qdisc */
 	NFB_FALLBACK_EGRESS_HOOK, /* tc or nft egress hook on the device */
 	NFB_FALLBACK_NEIGH,	/* neighbour not connected: neigh_xmit */
-	NFB_FALLBACK_HEADROOM,	/* not enough headroom for the L2 header */
-	NFB_FALLBACK_BUSY,	/* txq stopped or locked by this CPU */
+	NFB_FALLBACK_HEADROOM,	/* reserved, never counted */
+	NFB_FALLBACK_BUSY,	/* txq stopped or locked by this CPU, or the
+				 * driver refused: requeued in the qdisc
+				 */
 	__NFB_FALLBACK_MAX,
 };
 
 /* Why a taken packet was dropped. */
 enum nfb_drop_reason {
 	NFB_DROP_DEV_DOWN,	/* egress device down or gone */
-	NFB_DROP_NO_NEIGH,	/* no neighbour entry could be made */
+	NFB_DROP_NO_NEIGH,	/* reserved, never counted (neigh_xmit() counts) */
 	NFB_DROP_VALIDATE,	/* validate_xmit_skb_list() refused it */
-	NFB_DROP_XMIT,		/* driver refused it */
-	NFB_DROP_QUEUE_FULL,	/* per-CPU queue overflow */
-	NFB_DROP_NOMEM,		/* allocation failure */
+	NFB_DROP_XMIT,		/* a noqueue driver refused it */
+	NFB_DROP_QUEUE_FULL,	/* per-CPU queue full while the test_hold
+				 * parameter is set, or during a drain
+				 */
+	NFB_DROP_NOMEM,		/* no headroom could be made */
+	NFB_DROP_HEADER,	/* dev_hard_header() failed */
 	__NFB_DROP_MAX,
 };
 

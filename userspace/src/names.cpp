@@ -57,7 +57,7 @@ constexpr std::array<std::string_view, __NFB_FALLBACK_MAX> kFallbackReasons = {
     "qdisc", "egress_hook", "neigh", "headroom", "busy",
 };
 constexpr std::array<std::string_view, __NFB_DROP_MAX> kDropReasons = {
-    "dev_down", "no_neigh", "validate", "xmit", "queue_full", "nomem",
+    "dev_down", "no_neigh", "validate", "xmit", "queue_full", "nomem", "header",
 };
 
 }  // namespace
