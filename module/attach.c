@@ -10,9 +10,25 @@
  * keeps the entries and the flowtables they point to alive (nf_tables frees
  * a deleted flowtable after unregistering its hooks and a grace period).
  *
- * For each device found we register an NFPROTO_NETDEV ingress hook one
- * priority below the flowtable's. Attachments and hooks change under RTNL
- * only; the datapath reads struct nfb_hook under RCU.
+ * For each device found we register an NFPROTO_NETDEV ingress hook at the
+ * flowtable's own priority. nf_hook_entries_grow() puts a new hook in front
+ * of every registered hook of the same or a higher priority, so ours lands
+ * right before the flowtable's, behind every hook of a lower priority, and
+ * a hook registered later at the same priority goes in front of ours, not
+ * between. Only a hook of the flowtable's priority registered after the
+ * flowtable and before our attach ends up between the two: the datapath
+ * then leaves every packet to the stock path (that hook must see them) and
+ * the attachment reports the device as not adjacent.
+ *
+ * Attachments and hooks change under RTNL only; the datapath reads struct
+ * nfb_hook under RCU.
+ *
+ * Rescans converge: the datapath asks for one only when a device's hook
+ * list changed since the last scan (struct nfb_hook.seen), at most ten a
+ * second per namespace; an attachment that is not settled (flowtable gone,
+ * hooks pending removal) is polled with a delay that doubles from
+ * NFB_RESCAN_MIN to NFB_RESCAN_MAX. Nothing a user namespace can do makes
+ * the module take RTNL more often than that on its own.
  */
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
@@ -28,6 +44,7 @@
 struct nfb_found {
 	struct net_device	*dev;
 	const void		*cookie;
+	const void		*entries;	/* dev->nf_hooks_ingress scanned */
 	int			priority;
 };
 
@@ -74,6 +91,7 @@ static int nfb_find(struct net *net, const struct nfb_attach *a,
 				continue;
 			out[n].dev = dev;
 			out[n].cookie = e->hooks[i].priv;
+			out[n].entries = e;
 			out[n].priority = ops[i]->priority;
 			n++;
 			break;
@@ -83,6 +101,12 @@ static int nfb_find(struct net *net, const struct nfb_attach *a,
 	}
 	rcu_read_unlock();
 	return n;
+}
+
+/* The scan has looked at @h's device as its hook list is now. */
+static void nfb_hook_mark_seen(struct nfb_hook *h)
+{
+	WRITE_ONCE(h->seen, rcu_access_pointer(h->dev->nf_hooks_ingress));
 }
 
 static void nfb_hook_del(struct nfb_hook *h)
@@ -109,28 +133,22 @@ static int nfb_hook_add(struct nfb_attach *a, const struct nfb_found *f,
 	struct nfb_hook *h;
 	int err;
 
-	if (f->priority == INT_MIN) {
-		NL_SET_ERR_MSG(extack,
-			       "flowtable priority is the lowest possible: no room for a hook in front of it");
-		return -ERANGE;
-	}
-
 	h = kzalloc(sizeof(*h), GFP_KERNEL);
 	if (!h)
 		return -ENOMEM;
 
-	h->attach = a;
 	h->nn = a->nn;
 	h->dev = f->dev;
 	h->ft_priority = f->priority;
 	h->ft_cookie = f->cookie;
+	h->seen = f->entries;
 	h->ops = (struct nf_hook_ops) {
 		.hook		= nfb_hook_fn,
 		.dev		= f->dev,
 		.priv		= h,
 		.pf		= NFPROTO_NETDEV,
 		.hooknum	= NF_NETDEV_INGRESS,
-		.priority	= f->priority - 1,
+		.priority	= f->priority,
 	};
 
 	err = nf_register_net_hook(a->nn->net, &h->ops);
@@ -162,8 +180,15 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 	if (!found)
 		return -ENOMEM;
 
+	a->scans++;
 	n = nfb_find(a->nn->net, a, found);
 	if (!n) {
+		/*
+		 * The flowtable is gone (or not yet back): the hooks stay and
+		 * decline, and ask again only when a hook list changes.
+		 */
+		list_for_each_entry(h, &a->hooks, list)
+			nfb_hook_mark_seen(h);
 		kfree(found);
 		return -ENOENT;
 	}
@@ -175,6 +200,7 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 		h = nfb_hook_by_dev(a, f->dev);
 		if (h && h->ft_priority == f->priority) {
 			WRITE_ONCE(h->ft_cookie, f->cookie);
+			WRITE_ONCE(h->seen, f->entries);
 			list_move_tail(&h->list, &keep);
 			continue;
 		}
@@ -201,6 +227,7 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 			nfb_hook_del(h);
 			continue;
 		}
+		nfb_hook_mark_seen(h);
 		a->unsettled = true;
 		list_move_tail(&h->list, &keep);
 	}
@@ -239,6 +266,10 @@ int nfb_attach(struct net *net, u32 family, const char *table,
 	int err;
 
 	ASSERT_RTNL();
+	if (nn->exiting) {
+		NL_SET_ERR_MSG(extack, "network namespace or module going away");
+		return -ENODEV;
+	}
 	if (nfb_attach_find(nn, family, table, name)) {
 		NL_SET_ERR_MSG(extack, "flowtable already attached");
 		return -EEXIST;
@@ -290,26 +321,62 @@ void nfb_detach_all(struct nfb_net *nn)
 		nfb_attach_free(a);
 }
 
+/*
+ * Whether @h runs right before the flowtable it was attached to. Caller
+ * holds RTNL; the walk is the datapath's.
+ */
+bool nfb_hook_adjacent(const struct nfb_hook *h)
+{
+	const struct nf_hook_entries *e;
+	bool adjacent = false;
+	unsigned int i;
+
+	ASSERT_RTNL();
+	rcu_read_lock();
+	e = rcu_dereference(h->dev->nf_hooks_ingress);
+	for (i = 0; e && i + 1 < e->num_hook_entries; i++) {
+		if (e->hooks[i].priv != h)
+			continue;
+		adjacent = e->hooks[i + 1].priv == h->ft_cookie &&
+			   nfb_is_flowtable_hook(e->hooks[i + 1].hook);
+		break;
+	}
+	rcu_read_unlock();
+	return adjacent;
+}
+
 /* Rescan every attachment of @nn. Caller holds RTNL. */
 void nfb_rescan_all(struct nfb_net *nn)
 {
 	struct nfb_attach *a;
-	bool again = false;
+	bool again = false, progress = false;
 
 	ASSERT_RTNL();
 	if (nn->exiting)
 		return;
 	list_for_each_entry(a, &nn->attachments, list) {
+		bool was = list_empty(&a->hooks) || a->unsettled;
+
 		nfb_sync(a, NULL);
 		if (list_empty(&a->hooks) || a->unsettled)
 			again = true;
+		else if (was)
+			progress = true;
 	}
 	/*
 	 * Nothing asks for a rescan of an attachment without hooks, nor
-	 * finishes removing hooks on an idle device: poll for those.
+	 * finishes removing hooks on an idle device: poll for those, less
+	 * and less often while nothing changes.
 	 */
-	if (again)
-		schedule_delayed_work(&nn->rescan_work, HZ / 2);
+	if (progress || !nn->rescan_delay)
+		nn->rescan_delay = NFB_RESCAN_MIN;
+	if (again) {
+		schedule_delayed_work(&nn->rescan_work, nn->rescan_delay);
+		nn->rescan_delay = min(nn->rescan_delay * 2,
+				       (unsigned long)NFB_RESCAN_MAX);
+	} else {
+		nn->rescan_delay = NFB_RESCAN_MIN;
+	}
 }
 
 void nfb_rescan_work(struct work_struct *work)
@@ -322,7 +389,12 @@ void nfb_rescan_work(struct work_struct *work)
 	rtnl_unlock();
 }
 
-/* From the datapath (softirq): at most ten rescans a second. */
+/*
+ * From the datapath (softirq), when a device's hook list changed since the
+ * last scan: at most ten rescans a second. nfb_net_exit() waits for every
+ * hook to finish (synchronize_net()) after setting exiting and before it
+ * cancels the work, so no work is queued on a namespace that is gone.
+ */
 void nfb_rescan_request(struct nfb_net *nn)
 {
 	unsigned long next = READ_ONCE(nn->rescan_next);
@@ -330,11 +402,8 @@ void nfb_rescan_request(struct nfb_net *nn)
 	if (time_before(jiffies, next) || READ_ONCE(nn->exiting))
 		return;
 	WRITE_ONCE(nn->rescan_next, jiffies + HZ / 10);
-	schedule_delayed_work(&nn->rescan_work, 0);
+	mod_delayed_work(system_wq, &nn->rescan_work, 0);
 }
-
-/* Set once the per-netns data is gone: ignore the notifier's replay. */
-static bool nfb_notifier_off;
 
 static int nfb_netdev_event(struct notifier_block *nb, unsigned long event,
 			    void *ptr)
@@ -345,10 +414,18 @@ static int nfb_netdev_event(struct notifier_block *nb, unsigned long event,
 	struct nfb_net *nn;
 	bool found = false;
 
-	if (event != NETDEV_UNREGISTER || READ_ONCE(nfb_notifier_off))
+	if (event != NETDEV_UNREGISTER)
 		return NOTIFY_DONE;
 
+	/*
+	 * Under RTNL, like every change of nn->attachments. A namespace
+	 * whose nfb_net_init() has not run yet (devices of a namespace being
+	 * set up, or failing to) has nothing attached.
+	 */
 	nn = nfb_pernet(dev_net(dev));
+	/* Pairs with the smp_store_release() at the end of nfb_net_init(). */
+	if (!nn || !smp_load_acquire(&nn->ready))
+		return NOTIFY_DONE;
 	list_for_each_entry(a, &nn->attachments, list) {
 		h = nfb_hook_by_dev(a, dev);
 		if (h) {
@@ -370,9 +447,30 @@ int nfb_attach_init(void)
 	return register_netdevice_notifier(&nfb_netdev_notifier);
 }
 
-/* Called after the pernet ops are unregistered. */
+/*
+ * Module exit, before the pernet data goes: every namespace stops
+ * attaching and rescanning and loses its hooks, then the notifier goes
+ * (it has nothing left to remove). Only after that may
+ * unregister_pernet_subsys() free the per-netns data the notifier reads.
+ * A namespace that is not on the list (being created: nothing can be
+ * attached in it yet; being dismantled: its own exit detaches) needs
+ * nothing here.
+ */
 void nfb_attach_fini(void)
 {
-	WRITE_ONCE(nfb_notifier_off, true);
+	struct net *net;
+
+	rtnl_lock();
+	down_read(&net_rwsem);
+	for_each_net(net) {
+		struct nfb_net *nn = nfb_pernet(net);
+
+		if (!nn || !nn->ready)
+			continue;
+		WRITE_ONCE(nn->exiting, true);
+		nfb_detach_all(nn);
+	}
+	up_read(&net_rwsem);
+	rtnl_unlock();
 	unregister_netdevice_notifier(&nfb_netdev_notifier);
 }

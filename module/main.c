@@ -121,6 +121,7 @@ static const char * const nfb_fallback_names[__NFB_FALLBACK_MAX] = {
 
 static const char * const nfb_drop_names[__NFB_DROP_MAX] = {
 	"dev_down", "no_neigh", "validate", "xmit", "queue_full", "nomem",
+	"header",
 };
 
 static int nfb_cpu_seq_show(struct seq_file *seq, void *v)
@@ -187,6 +188,8 @@ static int __net_init nfb_net_init(struct net *net)
 		err = -ENOMEM;
 		goto err_sysctl;
 	}
+	/* Pairs with the notifier's smp_load_acquire(). */
+	smp_store_release(&nn->ready, true);
 	return 0;
 
 err_sysctl:
@@ -198,9 +201,12 @@ err_stats:
 
 /*
  * Runs after the namespace's devices are gone (device pernet ops exit
- * first), so normally nothing is attached any more. Order: no new hook
- * (exiting), hooks removed, grace period (no hook still running), queued
- * packets sent, then the memory goes.
+ * first), so normally nothing is attached any more; at module exit,
+ * nfb_attach_fini() has detached everything already. Order: stop every
+ * producer (exiting: no attach, no rescan, no work queued by the notifier;
+ * hooks removed), wait for hooks still running (synchronize_net(): one may
+ * still queue the rescan work), then cancel the work (it re-arms nothing
+ * once exiting is set), wait for queued packets, then free.
  */
 static void __net_exit nfb_net_exit(struct net *net)
 {
@@ -210,8 +216,8 @@ static void __net_exit nfb_net_exit(struct net *net)
 	WRITE_ONCE(nn->exiting, true);
 	nfb_detach_all(nn);
 	rtnl_unlock();
-	cancel_delayed_work_sync(&nn->rescan_work);
 	synchronize_net();
+	cancel_delayed_work_sync(&nn->rescan_work);
 	nfb_wait_inflight(nn);
 
 	remove_proc_entry("nf_flow_bulk", net->proc_net_stat);
@@ -252,9 +258,9 @@ static int __init nf_flow_bulk_init(void)
 	return 0;
 
 err_attach:
-	/* Namespaces first: the notifier removes hooks of vanishing devices. */
-	unregister_pernet_subsys(&nfb_net_ops);
+	/* Hooks and notifier first: the notifier reads the pernet data. */
 	nfb_attach_fini();
+	unregister_pernet_subsys(&nfb_net_ops);
 	goto err_xmit;
 err_pernet:
 	unregister_pernet_subsys(&nfb_net_ops);
@@ -265,10 +271,10 @@ err_xmit:
 
 static void __exit nf_flow_bulk_exit(void)
 {
+	/* No new attachment, then no hook and no notifier, then the netns data. */
 	nfb_genl_fini();
-	/* Namespaces first: the notifier removes hooks of vanishing devices. */
-	unregister_pernet_subsys(&nfb_net_ops);
 	nfb_attach_fini();
+	unregister_pernet_subsys(&nfb_net_ops);
 	nfb_xmit_fini();
 	nfb_fastpath_fini();
 	rcu_barrier();	/* kfree_rcu() of hooks */
