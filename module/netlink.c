@@ -4,7 +4,8 @@
  *
  * Every operation needs CAP_NET_ADMIN in the user namespace that owns the
  * caller's network namespace (GENL_UNS_ADMIN_PERM) and acts on that
- * namespace only. Attributes are validated strictly against nfb_policy.
+ * namespace only. Messages are validated strictly: the header's reserved
+ * byte and flags, and the attributes against nfb_policy.
  */
 #include <linux/netfilter.h>
 #include <linux/rtnetlink.h>
@@ -27,6 +28,7 @@ static const struct nla_policy nfb_policy[NFB_A_MAX + 1] = {
 	[NFB_A_DEVICE]		= { .type = NLA_REJECT },
 	[NFB_A_STATS]		= { .type = NLA_REJECT },
 	[NFB_A_PAD]		= { .type = NLA_REJECT },
+	[NFB_A_SCANS]		= { .type = NLA_REJECT },
 };
 
 struct nfb_ft_id {
@@ -122,7 +124,8 @@ static int nfb_fill_attach(struct sk_buff *skb, const struct nfb_attach *a,
 	    nla_put_string(skb, NFB_A_TABLE, a->table) ||
 	    nla_put_string(skb, NFB_A_FLOWTABLE, a->name) ||
 	    nla_put_s32(skb, NFB_A_PRIORITY, a->priority) ||
-	    nla_put_s32(skb, NFB_A_HOOK_PRIORITY, a->priority - 1))
+	    nla_put_s32(skb, NFB_A_HOOK_PRIORITY, a->priority) ||
+	    nla_put_u64_64bit(skb, NFB_A_SCANS, a->scans, NFB_A_PAD))
 		goto cancel;
 
 	devs = nla_nest_start(skb, NFB_A_DEVICES);
@@ -132,7 +135,8 @@ static int nfb_fill_attach(struct sk_buff *skb, const struct nfb_attach *a,
 		dev = nla_nest_start(skb, NFB_A_DEVICE);
 		if (!dev ||
 		    nla_put_u32(skb, NFB_DEV_A_IFINDEX, h->dev->ifindex) ||
-		    nla_put_string(skb, NFB_DEV_A_IFNAME, h->dev->name))
+		    nla_put_string(skb, NFB_DEV_A_IFNAME, h->dev->name) ||
+		    nla_put_u8(skb, NFB_DEV_A_ADJACENT, nfb_hook_adjacent(h)))
 			goto cancel;
 		nla_nest_end(skb, dev);
 	}
@@ -146,28 +150,35 @@ cancel:
 	return -EMSGSIZE;
 }
 
+/*
+ * A read: it reports the attachments as they are and changes nothing (the
+ * datapath and the poll keep them in line with the flowtables). An
+ * attachment that does not fit an empty message is an error, not the end
+ * of the dump.
+ */
 static int nfb_nl_get_attach(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct nfb_net *nn = nfb_pernet(sock_net(skb->sk));
 	long idx = 0, start = cb->args[0];
 	struct nfb_attach *a;
+	int err = 0;
 
 	rtnl_lock();
-	/* Listing is also the moment to notice re-created flowtables. */
-	if (!start)
-		nfb_rescan_all(nn);
 	list_for_each_entry(a, &nn->attachments, list) {
 		if (idx < start) {
 			idx++;
 			continue;
 		}
-		if (nfb_fill_attach(skb, a, NETLINK_CB(cb->skb).portid,
-				    cb->nlh->nlmsg_seq, NLM_F_MULTI))
+		err = nfb_fill_attach(skb, a, NETLINK_CB(cb->skb).portid,
+				      cb->nlh->nlmsg_seq, NLM_F_MULTI);
+		if (err)
 			break;
 		idx++;
 	}
 	rtnl_unlock();
 	cb->args[0] = idx;
+	if (err && idx == start)
+		return err;
 	return skb->len;
 }
 
@@ -228,17 +239,20 @@ static int nfb_fill_stats(struct sk_buff *skb, const struct nfb_stats *st,
 static int nfb_nl_get_stats(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct nfb_net *nn = nfb_pernet(sock_net(skb->sk));
-	int cpu;
+	int cpu, start = cb->args[0], err = 0;
 
-	for (cpu = cb->args[0]; cpu < nr_cpu_ids; cpu++) {
+	for (cpu = start; cpu < nr_cpu_ids; cpu++) {
 		if (!cpu_possible(cpu))
 			continue;
-		if (nfb_fill_stats(skb, per_cpu_ptr(nn->stats, cpu), cpu,
-				   NETLINK_CB(cb->skb).portid,
-				   cb->nlh->nlmsg_seq))
+		err = nfb_fill_stats(skb, per_cpu_ptr(nn->stats, cpu), cpu,
+				     NETLINK_CB(cb->skb).portid,
+				     cb->nlh->nlmsg_seq);
+		if (err)
 			break;
 	}
 	cb->args[0] = cpu;
+	if (err && !skb->len)
+		return err;
 	return skb->len;
 }
 
@@ -294,7 +308,11 @@ static struct genl_family nfb_genl_family __ro_after_init = {
 	.module		= THIS_MODULE,
 	.small_ops	= nfb_ops,
 	.n_small_ops	= ARRAY_SIZE(nfb_ops),
-	.resv_start_op	= NFB_CMD_RESET_STATS + 1,
+	/*
+	 * resv_start_op stays 0: every command gets strict validation
+	 * (genlmsghdr.reserved must be 0, only REQUEST/ACK/ECHO/DUMP flags,
+	 * no unknown or trailing attributes).
+	 */
 };
 
 int nfb_genl_init(void)
