@@ -1,0 +1,161 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Per-flow order across the module's queue and the stock path. Packets of
+# an offloaded UDP flow are taken and held in the module's per-CPU queue
+# (the test_hold parameter keeps the poll from sending them); then a packet
+# of the same flow that the module must decline arrives:
+#   - one with IPv4 options (decline "options"),
+#   - one over the egress MTU without DF, which the router fragments,
+#   - an IPv6 one over the egress MTU (packet too big back, nothing through),
+#     followed by a normal one,
+# and the stock path sends it at once. The held packets must leave first:
+# the server must see the flow's sequence numbers in the order sent.
+set -eu
+# shellcheck source=selftests/lib.sh
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=selftests/lib_fastpath.sh
+source "$(dirname "$0")/lib_fastpath.sh"
+
+nfb_require_tool ip nft python3 taskset conntrack
+
+hold=/sys/module/nf_flow_bulk/parameters/test_hold
+
+# shellcheck disable=SC2317 # called through the EXIT trap
+cleanup() {
+	[ -w "$hold" ] && echo 0 >"$hold"
+	cleanup_all_ns
+	fp_cleanup_tmp
+	if nfb_module_loaded; then nfb_unload_module; fi
+}
+trap cleanup EXIT
+
+nfb_load_module
+fp_topology
+fp_tmpdir
+ip -n "$R" link set r1 mtu 1280
+fp_ruleset 0 0
+fp_genl "$R" attach inet fp ft
+
+# The server records the sequence numbers (first 4 bytes) it receives on
+# port 7100, one line each, to $FP_TMP/seq.
+ip netns exec "$S" python3 - "$FP_TMP/seq" <<'EOF' &
+import socket, sys
+out = open(sys.argv[1], "w", buffering=1)
+s4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s4.bind(("0.0.0.0", 7100))
+s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+s6.bind(("::", 7100))
+import select
+while True:
+    for s in select.select([s4, s6], [], [])[0]:
+        d, peer = s.recvfrom(65535)
+        s.sendto(b"ack", peer)
+        out.write("%d\n" % int.from_bytes(d[:4], "big"))
+EOF
+busywait 30000 fp_udp_listening "$S" 7100
+
+# send ADDR FIRST COUNT [options|big]: datagrams numbered FIRST... from
+# the client's port 41000 (one flow for the whole test), always from CPU 0:
+# veth hands a packet to the router on the sender's CPU, and the module's
+# queues are per CPU, as a NIC's receive queue keeps a flow on one CPU.
+send() {
+	ip netns exec "$C" taskset -c 0 python3 - "$@" <<-'EOF'
+	import socket, sys
+	addr, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+	kind = sys.argv[4] if len(sys.argv) > 4 else ""
+	v6 = ":" in addr
+	s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET,
+	                  socket.SOCK_DGRAM)
+	s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+	s.bind(("::" if v6 else "0.0.0.0", 41000))
+	size = 100
+	if kind == "options":
+	    s.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, b"\x01\x01\x01\x00")
+	elif kind == "big":
+	    size = 1400
+	    if not v6:
+	        s.setsockopt(socket.IPPROTO_IP, 10, 0)  # IP_PMTUDISC_DONT
+	for i in range(first, first + count):
+	    s.sendto(i.to_bytes(4, "big") + b"o" * (size - 4), (addr, 7100))
+	EOF
+}
+
+taken() { fp_stat "$R" 't["packets"]'; }
+received() { [ -s "$FP_TMP/seq" ] && wc -l <"$FP_TMP/seq" || echo 0; }
+received_at_least() { [ "$(received)" -ge "$1" ]; }
+
+# in_order FROM TO: the server saw exactly FROM..TO, in that order, after
+# what it had seen before.
+in_order() {
+	local want got
+	want=$(seq "$1" "$2" | tr '\n' ' ')
+	got=$(tail -n $(($2 - $1 + 1)) "$FP_TMP/seq" | tr '\n' ' ')
+	if [ "$want" != "$got" ]; then
+		echo "INFO: expected $want" >&2
+		echo "INFO: received $got" >&2
+		return 1
+	fi
+}
+
+next=1
+for addr in 10.0.2.1 fd00:2::1; do
+	case "$addr" in *:*) v=6 ;; *) v=4 ;; esac
+
+	# Offload the flow (replies from the server make it established),
+	# and wait until conntrack says so and every packet arrived.
+	send "$addr" "$next" 3
+	next=$((next + 3))
+	busywait 10000 received_at_least $((next - 1)) || true
+	offloaded() {
+		send "$addr" "$next" 1
+		next=$((next + 1))
+		ip netns exec "$R" conntrack -L -f "ipv$v" -p udp --dport 7100 2>/dev/null |
+			grep -q OFFLOAD
+	}
+	check "ipv$v: flow offloaded" busywait 10000 offloaded
+	check "ipv$v: warm-up delivered" busywait 10000 received_at_least $((next - 1))
+
+	if [ "$v" = 4 ]; then
+		kinds="options big"
+	else
+		kinds="big"
+	fi
+	for kind in $kinds; do
+		base=$(received)
+		t0=$(taken)
+		echo 1 >"$hold"
+		send "$addr" "$next" 5
+		check "ipv$v $kind: 5 packets taken and held" \
+			busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 5)) ]"
+		check "ipv$v $kind: nothing delivered while held" test "$(received)" = "$base"
+		first=$next
+		next=$((next + 5))
+		if [ "$v" = 6 ]; then
+			# Too big for r1: dropped with packet-too-big; then a
+			# normal packet, which the module takes and holds.
+			send "$addr" "$next" 1 big
+			send "$addr" $((next + 1)) 1
+			next=$((next + 2))
+			last=$((next - 1))
+			# Released by hand: the big packet carries no number.
+			echo 0 >"$hold"
+			check "ipv$v $kind: delivered" busywait 10000 received_at_least $((base + 6))
+			check "ipv$v $kind: held packets and the next one in order" \
+				eval "tail -n 6 '$FP_TMP/seq' | tr '\n' ' ' | grep -qx '$(seq "$first" $((first + 4)) | tr '\n' ' ')$last '"
+			continue
+		fi
+		send "$addr" "$next" 1 "$kind"
+		next=$((next + 1))
+		check "ipv$v $kind: declined packet arrives" \
+			busywait 10000 received_at_least $((base + 6))
+		echo 0 >"$hold"
+		check "ipv$v $kind: held packets leave before the declined one" \
+			in_order "$first" $((next - 1))
+	done
+done
+
+echo 0 >"$hold"
+fp_genl "$R" detach inet fp ft
+exit "$ret"
