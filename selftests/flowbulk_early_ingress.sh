@@ -83,10 +83,10 @@ attached() {
 	fb -j attach list | jq -e --arg f "$1" --arg t "$2" --arg n "$3" \
 		--argjson p "$4" --argjson d "$5" \
 		'[.attachments[] | select(.family == $f and .table == $t and .flowtable == $n)] |
-		length == 1 and .[0].priority == $p and .[0].hook_priority == $p - 1 and
+		length == 1 and .[0].priority == $p and .[0].hook_priority == $p and
 		([.[0].devices[].ifname] | sort) == $d' >/dev/null
 }
-check "-f: inet fw ft attached, module hook at priority 9 on veth0,veth1" \
+check "-f: inet fw ft attached, module hook at priority 10 on veth0,veth1" \
 	attached inet fw ft 10 '["veth0","veth1"]'
 
 # Loading the same file again (a router's boot script run twice) works and

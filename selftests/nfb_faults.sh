@@ -3,7 +3,9 @@
 #
 # Faults under traffic (a bidirectional UDP stream through the module):
 #   - the flowtable is deleted and re-created at another priority: the
-#     module's hook follows it (priority - 1) and takes packets again;
+#     module's hook follows it (same priority) and takes packets again;
+#   - the flowtable flaps 20 times (rescans stay bounded);
+#   - CPU 1 goes offline and online 5 times;
 #   - the module is unloaded and reloaded;
 #   - a flowtable device is deleted;
 #   - the router's namespace is deleted.
@@ -31,7 +33,7 @@ attached_at() {
 import json, sys
 a = json.load(sys.stdin)
 ok = len(a) == 1 and a[0]["priority"] == int(sys.argv[1]) and \
-     a[0]["hook_priority"] == int(sys.argv[1]) - 1 and \
+     a[0]["hook_priority"] == int(sys.argv[1]) and \
      sorted(a[0]["devices"]) == sys.argv[2:]
 if not ok:
     print("INFO: attachments:", a, file=sys.stderr)
@@ -72,8 +74,33 @@ check "after the flushes: traffic taken again" fp_taken_grows 100
 ip netns exec "$R" nft delete table inet fp
 check "flowtable deleted: attachment kept" attached_at 0 r0 r1
 fp_ruleset -100 0
-check "re-created at -100: hook moved to -101" busywait 30000 attached_at -100 r0 r1
+check "re-created at -100: hook moved to -100" busywait 30000 attached_at -100 r0 r1
 check "re-created: traffic taken again" fp_taken_grows 100
+
+# The flowtable flaps under traffic: every change of the devices' hook
+# lists asks for one rescan, so the scans stay in proportion to the flaps
+# (each delete and each create changes the lists), not to the packets.
+scans() { fp_genl "$R" list | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["scans"])'; }
+s0=$(scans)
+for ((i = 0; i < 20; i++)); do
+	ip netns exec "$R" nft delete table inet fp
+	fp_ruleset -100 0
+done
+check "flowtable flapped 20 times: traffic taken again" fp_taken_grows 100
+s1=$(scans)
+check "flowtable flapped 20 times: $((s1 - s0)) rescans, at most 4 per flap" \
+	test $((s1 - s0)) -le 80
+
+# CPUs go offline and online under traffic (queued packets move with the
+# NAPI instance of the CPU that goes).
+cpu1=/sys/devices/system/cpu/cpu1/online
+if [ -w "$cpu1" ]; then
+	for ((i = 0; i < 5; i++)); do
+		echo 0 >"$cpu1"
+		echo 1 >"$cpu1"
+	done
+	check "cpu 1 offline / online 5 times: traffic taken" fp_taken_grows 100
+fi
 
 # Module unload and reload under traffic.
 check "module unloads under traffic" nfb_unload_module

@@ -34,14 +34,15 @@ NLMSGERR_ATTR_MSG = 1
 CMD = {"attach": 1, "detach": 2, "get_attach": 3, "get_stats": 4,
        "reset_stats": 5}
 A_FAMILY, A_TABLE, A_FLOWTABLE, A_PRIORITY, A_HOOK_PRIORITY = 1, 2, 3, 4, 5
-A_DEVICES, A_DEVICE, A_STATS = 6, 7, 8
+A_DEVICES, A_DEVICE, A_STATS, A_SCANS = 6, 7, 8, 10
 FAMILIES = {"inet": 1, "ip": 2, "ip6": 10}
 
 DECLINE = ["disabled", "not_ip", "header", "no_flowtable", "miss", "frag",
            "options", "ttl", "mtu", "tcp_flags", "dst_stale", "hw_offload",
            "xmit_type", "encap", "unwritable", "dying", "l4proto", "shared"]
 FALLBACK = ["qdisc", "egress_hook", "neigh", "headroom", "busy"]
-DROP = ["dev_down", "no_neigh", "validate", "xmit", "queue_full", "nomem"]
+DROP = ["dev_down", "no_neigh", "validate", "xmit", "queue_full", "nomem",
+        "header"]
 
 
 class NlError(Exception):
@@ -152,10 +153,16 @@ def list_attach(nl):
                 a["priority"] = s32(val)
             elif atype == A_HOOK_PRIORITY:
                 a["hook_priority"] = s32(val)
+            elif atype == A_SCANS:
+                a["scans"] = struct.unpack("Q", val)[0]
             elif atype == A_DEVICES:
+                a["adjacent"] = {}
                 for _, dev in parse_attrs(val):
                     d = dict(parse_attrs(dev))
-                    a["devices"].append(d[2].rstrip(b"\0").decode())
+                    name = d[2].rstrip(b"\0").decode()
+                    a["devices"].append(name)
+                    if 3 in d:
+                        a["adjacent"][name] = bool(d[3][0])
         out.append(a)
     return out
 
