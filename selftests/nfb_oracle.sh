@@ -78,12 +78,10 @@ icmp_limits() {
 	local k
 	for k in net.ipv4.icmp_msgs_per_sec net.ipv4.icmp_msgs_burst; do
 		sysctl_set "$k" 100000
-		if ip netns exec "$R" sysctl -n "$k" >/dev/null 2>&1; then
-			ip netns exec "$R" sysctl -qw "$k=100000"
-		fi
 	done
-	ip netns exec "$R" sysctl -qw net.ipv4.icmp_ratelimit=0
-	ip netns exec "$R" sysctl -qw net.ipv6.icmp.ratelimit=0
+	ip netns exec "$R" sysctl -qw net.ipv4.icmp_ratelimit=0 \
+		net.ipv6.icmp.ratelimit=0 net.ipv4.icmp_msgs_per_sec=100000 \
+		net.ipv4.icmp_msgs_burst=100000
 }
 
 # sysctl_set KEY VALUE in the initial namespace, restored at exit.
@@ -132,22 +130,25 @@ oracle_ruleset() {
 # (their stacks must not answer the generator's packets; the captures see
 # them first); R has permanent neighbours and no ICMP rate limits.
 oracle_topology() {
-	local dev
+	local cmac smac
 	fp_topology
 	ip -n "$R" link set r1 mtu 1280
 	oracle_ruleset
 	end_drop "$C" c0
 	end_drop "$S" s0
-	ip -n "$R" neigh replace 10.0.1.1 lladdr "$(mac "$C" c0)" nud permanent dev r0
-	ip -n "$R" neigh replace fd00:1::1 lladdr "$(mac "$C" c0)" nud permanent dev r0
-	ip -n "$R" neigh replace 10.0.2.1 lladdr "$(mac "$S" s0)" nud permanent dev r1
-	ip -n "$R" neigh replace fd00:2::1 lladdr "$(mac "$S" s0)" nud permanent dev r1
+	cmac=$(mac "$C" c0)
+	smac=$(mac "$S" s0)
+	ip -n "$R" -batch - <<-EOF
+	neigh replace 10.0.1.1 lladdr $cmac nud permanent dev r0
+	neigh replace fd00:1::1 lladdr $cmac nud permanent dev r0
+	neigh replace 10.0.2.1 lladdr $smac nud permanent dev r1
+	neigh replace fd00:2::1 lladdr $smac nud permanent dev r1
+	EOF
 	icmp_limits
 	# Bursts: r0 and r1 receive in veth NAPI mode, threaded.
-	for dev in r0 r1; do
-		ip netns exec "$R" ethtool -K "$dev" gro on >/dev/null
-		ip netns exec "$R" sh -c "echo 1 > /sys/class/net/$dev/threaded"
-	done
+	ip netns exec "$R" sh -ec "ethtool -K r0 gro on; ethtool -K r1 gro on
+		echo 1 > /sys/class/net/r0/threaded
+		echo 1 > /sys/class/net/r1/threaded"
 }
 
 ct_empty() {
