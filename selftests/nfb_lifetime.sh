@@ -133,6 +133,7 @@ echo 1 >"$hold"
 send_on 0 20
 check "netns: 20 packets taken and held" busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 20)) ]"
 ip netns del "$R"
+NS_LIST=("$C" "$S")	# R is gone: cleanup must not delete it again
 echo 0 >"$hold"
 # The namespace's exit waits for its queued packets, then its devices go:
 # the server's peer device disappears when r1 is freed.
