@@ -23,6 +23,17 @@
  * torn down or its conntrack entry is dying; the tuple is then looked up
  * again, so a replacement flow is found as the stock hook would find it.
  *
+ * One removal sets no flag: flow_offload_add() inserts the original
+ * direction, fails to insert the reply direction and removes the original
+ * again, then frees the flow after a grace period. A lookup on another CPU
+ * may find the flow in that window, and the cache may hand it out until
+ * this softirq run ends. That is safe: the flow's memory and its routes'
+ * memory live at least as long (both are freed after a grace period, by
+ * the argument above), a route whose last reference went is refused by
+ * dst_hold_safe() in the hook, and the conntrack entry stays in its table.
+ * It is equivalent to packets the stock hook looked up inside the window,
+ * one softirq run later at most.
+ *
  * Per-CPU rule: only the owning CPU touches its cache, in softirq context.
  */
 #include <linux/kernel_stat.h>
