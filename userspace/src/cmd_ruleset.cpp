@@ -17,6 +17,7 @@
 #include "early_ingress.h"
 #include "error.h"
 #include "names.h"
+#include "rollback.h"
 
 namespace flowbulk {
 
@@ -140,6 +141,55 @@ std::string restore_source_lines(const std::string& errors, const std::string& o
   return result;
 }
 
+// Undoes the load after a failed attach: detaches what this command
+// attached, then deletes by handle, in one transaction, exactly the objects
+// the load created. Returns what happened, for the error message.
+std::string roll_back(RulesetEngine& engine, NfbClient& module,
+                      const std::vector<FlowtableRef>& attached, const nlohmann::json& before,
+                      const std::string& echoed, const std::vector<FlowtableRef>& flowtables) {
+  std::string report;
+  for (const FlowtableRef& done : attached) {
+    try {
+      module.detach(done);
+    } catch (const Error& error) {
+      report += "flowtable " + done.to_string() + " stays attached (" + error.what() +
+                "; flowbulk detach " + done.to_string() + "); ";
+    }
+  }
+  const nlohmann::json echo = nlohmann::json::parse(echoed, nullptr, false);
+  if (echo.is_discarded()) {
+    return report +
+           "cannot tell what the load created (libnftables echoed no JSON): it stays "
+           "loaded";
+  }
+  std::vector<NamedFlowtable> named;
+  for (const FlowtableRef& ref : flowtables) {
+    named.push_back({.family = family_name(ref.family), .table = ref.table, .name = ref.flowtable});
+  }
+  const RollbackPlan plan = plan_rollback(before, echo, named);
+  std::string kept;
+  for (const std::string& what : plan.kept) {
+    kept += (kept.empty() ? "" : ", ") + what;
+  }
+  if (!kept.empty()) {
+    kept = "; not undone: " + kept;
+  }
+  if (plan.empty()) {
+    return report + "the load created nothing to remove" + kept;
+  }
+  RulesetEngine::Result removed = engine.run_commands(plan.commands.dump(), true);
+  if (removed.ok) {
+    return report + "removed the " + std::to_string(plan.command_lines.size()) +
+           " objects it created (other changes to the ruleset were left alone)" + kept;
+  }
+  std::string left;
+  for (const std::string& line : plan.command_lines) {
+    left += "\n  " + line;
+  }
+  return report + "removing what it created failed too (" + removed.errors +
+         "); it stays loaded, remove it with (in this order):" + left + kept + "\n";
+}
+
 }  // namespace
 
 void do_load_file(Invocation& invocation, const std::string& path) {
@@ -149,8 +199,9 @@ void do_load_file(Invocation& invocation, const std::string& path) {
 
   std::optional<NfbClient> module;
   std::unique_ptr<RulesetEngine> engine = invocation.env.make_ruleset_engine();
-  std::string previous_ruleset;
-  if (!rewrite.flowtables.empty()) {
+  const bool rewritten = !rewrite.flowtables.empty();
+  nlohmann::json before;
+  if (rewritten) {
     // Checked before anything is loaded, so a missing module leaves the
     // ruleset untouched.
     try {
@@ -159,19 +210,23 @@ void do_load_file(Invocation& invocation, const std::string& path) {
     } catch (const Error& error) {
       fail_with_context(error, "cannot load " + name + " (it has early_ingress flowtables)");
     }
-    // What to go back to if an attach fails after the load.
-    RulesetEngine::Result listing = engine->run_commands("list ruleset");
-    if (!listing.ok) {
-      throw Error("cannot read the current ruleset:\n" + listing.errors);
+    // Which objects exist now: an object the load echoes that was already
+    // here was only updated, and a rollback must leave it.
+    RulesetEngine::Result listing = engine->run_commands("list ruleset", true);
+    before = nlohmann::json::parse(listing.output, nullptr, false);
+    if (!listing.ok || before.is_discarded()) {
+      throw Error(
+          "cannot read the current ruleset (needed to undo the load if an attach "
+          "fails); nothing was loaded:\n" +
+          listing.errors);
     }
-    previous_ruleset = listing.output;
   }
 
   // From memory, always: the input was read once, above. nft resolves
   // includes the same way for a file and for this text (include paths, and
-  // "./" relative to the working directory).
-  const bool rewritten = !rewrite.flowtables.empty();
-  RulesetEngine::Result loaded = engine->load_text(rewrite.ruleset, name);
+  // "./" relative to the working directory). With early_ingress flowtables
+  // libnftables echoes what the kernel added, with handles, for a rollback.
+  RulesetEngine::Result loaded = engine->load_text(rewrite.ruleset, name, rewritten);
   if (!loaded.ok) {
     // nft's own message with line and column; nft applied nothing.
     throw Error("cannot load " + name + ":\n" +
@@ -193,18 +248,10 @@ void do_load_file(Invocation& invocation, const std::string& path) {
         }
       }
     } catch (const Error& error) {
-      for (const FlowtableRef& done : attached) {
-        try {
-          module->detach(done);
-        } catch (const Error&) {
-          // Restoring the ruleset below removes its flowtables anyway.
-        }
-      }
-      RulesetEngine::Result restored = engine->run_commands("flush ruleset\n" + previous_ruleset);
-      fail_with_context(error, "loaded " + name + " but cannot attach flowtable " +
-                                   ref.to_string() +
-                                   (restored.ok ? "; the previous ruleset was restored"
-                                                : "; restoring the previous ruleset failed too"));
+      fail_with_context(
+          error,
+          "loaded " + name + " but cannot attach flowtable " + ref.to_string() + "; " +
+              roll_back(*engine, *module, attached, before, loaded.output, rewrite.flowtables));
     }
   }
 

@@ -20,11 +20,15 @@ class RulesetEngine {
     std::string errors;  // nft's error text, with locations
   };
   virtual ~RulesetEngine() = default;
-  // nft commands from a string (`list ruleset`, a restore).
-  virtual Result run_commands(const std::string& commands) = 0;
+  // nft commands from a string. `json`: JSON output with handles and
+  // without set elements (`nft -j -t`), and JSON commands accepted.
+  virtual Result run_commands(const std::string& commands, bool json) = 0;
   // `nft -f` of a ruleset held in memory; error locations name
   // `display_name` with the line and column in `ruleset`.
-  virtual Result load_text(const std::string& ruleset, const std::string& display_name) = 0;
+  // `echo`: the output is what the kernel added, as nft JSON with handles
+  // (`nft -e -j -a`).
+  virtual Result load_text(const std::string& ruleset, const std::string& display_name,
+                           bool echo) = 0;
 };
 
 // Everything the command layer touches outside its own memory, so the whole

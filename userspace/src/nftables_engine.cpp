@@ -43,12 +43,17 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
 
 class LibnftablesEngine final : public RulesetEngine {
  public:
-  Result run_commands(const std::string& commands) override {
+  Result run_commands(const std::string& commands, bool json) override {
     NftContextPtr context = make_context();
+    if (json) {
+      nft_ctx_output_set_flags(context.get(),
+                               NFT_CTX_OUTPUT_JSON | NFT_CTX_OUTPUT_HANDLE | NFT_CTX_OUTPUT_TERSE);
+    }
     return collect(context.get(), nft_run_cmd_from_buffer(context.get(), commands.c_str()));
   }
 
-  Result load_text(const std::string& ruleset, const std::string& display_name) override {
+  Result load_text(const std::string& ruleset, const std::string& display_name,
+                   bool echo) override {
     // libnftables prints line numbers only for files (a buffer is treated
     // as one command line), so the text goes through an anonymous in-memory
     // file: no temporary file on disk to leak or race on.
@@ -69,6 +74,10 @@ class LibnftablesEngine final : public RulesetEngine {
     }
     const std::string path = "/proc/self/fd/" + std::to_string(memory.get());
     NftContextPtr context = make_context();
+    if (echo) {
+      nft_ctx_output_set_flags(context.get(),
+                               NFT_CTX_OUTPUT_ECHO | NFT_CTX_OUTPUT_JSON | NFT_CTX_OUTPUT_HANDLE);
+    }
     Result result = collect(context.get(), nft_run_cmd_from_filename(context.get(), path.c_str()));
     replace_all(result.errors, path, display_name);
     return result;

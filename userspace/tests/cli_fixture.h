@@ -20,23 +20,32 @@ namespace flowbulk::testing {
 struct FakeEngineState {
   std::vector<std::string> calls;
   RulesetEngine::Result load_result{.ok = true, .output = {}, .errors = {}};
-  std::string current_ruleset = "table ip old {\n}\n";
+  // `nft -j -t list ruleset`
+  std::string current_ruleset =
+      R"({"nftables": [{"metainfo": {"json_schema_version": 1}},
+         {"table": {"family": "ip", "name": "old", "handle": 1}}]})";
+  // Answers to the next run_commands() other than the listing.
+  std::vector<RulesetEngine::Result> run_results;
   std::string loaded_text;
 };
 
 class FakeEngine final : public RulesetEngine {
  public:
   explicit FakeEngine(FakeEngineState& state) : state_(state) {}
-  Result run_commands(const std::string& commands) override {
-    state_.calls.push_back("commands: " + commands);
+  Result run_commands(const std::string& commands, bool json) override {
+    state_.calls.push_back((json ? "json: " : "commands: ") + commands);
     Result result{.ok = true, .output = {}, .errors = {}};
     if (commands == "list ruleset") {
       result.output = state_.current_ruleset;
+    } else if (!state_.run_results.empty()) {
+      result = state_.run_results.front();
+      state_.run_results.erase(state_.run_results.begin());
     }
     return result;
   }
-  Result load_text(const std::string& ruleset, const std::string& display_name) override {
-    state_.calls.push_back("text: " + display_name);
+  Result load_text(const std::string& ruleset, const std::string& display_name,
+                   bool echo) override {
+    state_.calls.push_back((echo ? "echo: " : "text: ") + display_name);
     state_.loaded_text = ruleset;
     return state_.load_result;
   }

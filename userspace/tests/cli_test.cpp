@@ -539,8 +539,7 @@ TEST_F(CliTest, LoadEarlyIngressRulesetAttaches) {
   genl().expect(resolve_family(kFakeFamilyId));
   genl().expect(ack_all());
   EXPECT_EQ(run({"-j", "-f", "-"}), kExitOk) << err();
-  EXPECT_EQ(engine_.calls,
-            (std::vector<std::string>{"commands: list ruleset", "text: /dev/stdin"}));
+  EXPECT_EQ(engine_.calls, (std::vector<std::string>{"json: list ruleset", "echo: /dev/stdin"}));
   EXPECT_NE(engine_.loaded_text.find("hook ingress       priority 0"), std::string::npos);
   EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_ATTACH);
   EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "file": "/dev/stdin",
@@ -595,21 +594,62 @@ TEST_F(CliTest, LoadErrorQuotesTheUsersLineNotTheRewrittenOne) {
             "  ^^^^^^^^^\n");
 }
 
-TEST_F(CliTest, LoadAttachFailureRestoresPreviousRuleset) {
-  in_.str(std::string(kEarlyRuleset) +
-          "table ip t2 { flowtable f2 { hook early_ingress priority 0; devices = { eth1 } } }\n");
-  genl().expect(resolve_family(kFakeFamilyId));
-  genl().expect(ack_all());                                              // fw ft attached
-  genl().expect(fail_message(0, ENODEV, "eth1 has no flowtable hook"));  // t2 f2 fails
-  genl().expect(ack_all());                                              // fw ft detached again
+// What libnftables echoes for kEarlyRuleset plus table ip t2 (nft -e -j -a).
+const char* kEchoedLoad = R"({"nftables": [
+  {"add": {"table": {"family": "inet", "name": "fw", "handle": 7}}},
+  {"add": {"flowtable": {"family": "inet", "table": "fw", "name": "ft", "handle": 1,
+                         "hook": "ingress", "prio": 0, "dev": "eth0"}}},
+  {"add": {"table": {"family": "ip", "name": "old", "handle": 1}}},
+  {"add": {"rule": {"family": "ip", "table": "old", "chain": "c", "handle": 12,
+                    "expr": [{"counter": null}]}}},
+  {"add": {"table": {"family": "ip", "name": "t2", "handle": 8}}},
+  {"add": {"flowtable": {"family": "ip", "table": "t2", "name": "f2", "handle": 1,
+                         "hook": "ingress", "prio": 0, "dev": "eth1"}}}]})";
+
+class LoadRollbackTest : public CliTest {
+ protected:
+  LoadRollbackTest() {
+    in_.str(std::string(kEarlyRuleset) +
+            "table ip t2 { flowtable f2 { hook early_ingress priority 0; devices = { eth1 } } }\n"
+            "add rule ip old c counter\n");
+    engine_.load_result.output = kEchoedLoad;
+    genl().expect(resolve_family(kFakeFamilyId));
+    genl().expect(ack_all());                                              // fw ft attached
+    genl().expect(fail_message(0, ENODEV, "eth1 has no flowtable hook"));  // t2 f2 fails
+    genl().expect(ack_all());                                              // fw ft detached again
+  }
+};
+
+TEST_F(LoadRollbackTest, DeletesByHandleOnlyWhatTheLoadCreated) {
   EXPECT_EQ(run({"-f", "-"}), kExitFailure);
-  EXPECT_NE(err().find("cannot attach flowtable ip t2 f2; the previous ruleset was restored: eth1 "
-                       "has no flowtable hook"),
+  EXPECT_NE(err().find("cannot attach flowtable ip t2 f2; removed the 3 objects it created "
+                       "(other changes to the ruleset were left alone)"),
+            std::string::npos)
+      << err();
+  EXPECT_NE(err().find("not undone: what the load did to objects that existed before it"),
             std::string::npos)
       << err();
   EXPECT_EQ(genl_command(genl().sent().at(3)), NFB_CMD_DETACH);
   ASSERT_EQ(engine_.calls.size(), 3U);
-  EXPECT_EQ(engine_.calls[2], "commands: flush ruleset\ntable ip old {\n}\n");
+  // One transaction: the rule in the old table, then the two new tables.
+  // No flush, no reload of a listing.
+  EXPECT_EQ(Json::parse(engine_.calls[2].substr(std::string("json: ").size())),
+            Json::parse(R"({"nftables": [
+                {"delete": {"rule": {"family": "ip", "table": "old", "chain": "c", "handle": 12}}},
+                {"delete": {"table": {"family": "inet", "handle": 7}}},
+                {"delete": {"table": {"family": "ip", "handle": 8}}}]})"));
+}
+
+TEST_F(LoadRollbackTest, FailedRollbackSaysWhatIsLeftAndHowToRemoveIt) {
+  engine_.run_results.push_back({.ok = false, .output = {}, .errors = "Error: busy"});
+  EXPECT_EQ(run({"-f", "-"}), kExitFailure);
+  EXPECT_NE(err().find("removing what it created failed too (Error: busy); it stays loaded, "
+                       "remove it with (in this order):\n"
+                       "  nft delete rule ip \"old\" \"c\" handle 12\n"
+                       "  nft delete table inet handle 7\n"
+                       "  nft delete table ip handle 8"),
+            std::string::npos)
+      << err();
 }
 
 }  // namespace
