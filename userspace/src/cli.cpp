@@ -121,7 +121,7 @@ void dispatch(Invocation& invocation, const std::vector<std::string>& rest) {
       "");
   Arguments arguments(std::vector<std::string>(rest.begin() + 1, rest.end()), object);
   if (object == "help") {
-    invocation.env.out << main_usage();
+    emit_usage(invocation, main_usage());
   } else if (object == "table") {
     do_table(invocation, arguments);
   } else if (object == "flowtable") {
@@ -146,12 +146,18 @@ int run_flowbulk(const std::vector<std::string>& arguments, Environment& env) {
     ParsedCommandLine parsed = parse_options(arguments);
     Invocation invocation{env, parsed.options};
     if (parsed.version) {
-      env.out << "flowbulk " << tool_version() << " (genetlink family " << genl_family_name()
-              << " version " << genl_family_version() << ")\n";
+      if (parsed.options.json) {
+        emit_json(invocation, Json{{"version", std::string(tool_version())},
+                                   {"genl_family", std::string(genl_family_name())},
+                                   {"genl_version", genl_family_version()}});
+      } else {
+        env.out << "flowbulk " << tool_version() << " (genetlink family " << genl_family_name()
+                << " version " << genl_family_version() << ")\n";
+      }
       return kExitOk;
     }
     if (parsed.help) {
-      env.out << main_usage();
+      emit_usage(invocation, main_usage());
       return kExitOk;
     }
     if (parsed.options.file) {

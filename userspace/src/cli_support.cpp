@@ -106,7 +106,17 @@ void emit_json(const Invocation& invocation, const Json& body) {
   for (const auto& [key, value] : body.items()) {
     document[key] = value;
   }
-  invocation.env.out << document.dump(invocation.options.pretty ? 2 : -1) << '\n';
+  invocation.env.out << document.dump(invocation.options.pretty ? 2 : -1, ' ', false,
+                                      Json::error_handler_t::replace)
+                     << '\n';
+}
+
+void emit_usage(const Invocation& invocation, const char* text) {
+  if (invocation.options.json) {
+    emit_json(invocation, Json{{"usage", text}});
+  } else {
+    invocation.env.out << text;
+  }
 }
 
 void emit_done(const Invocation& invocation) {

@@ -69,8 +69,12 @@ uint8_t parse_family(std::string_view word);
 void validate_name(std::string_view name, std::string_view what);
 FlowtableRef parse_flowtable_ref(Arguments& arguments);
 
-// Prints {"schema": 1, <body members>} on env.out.
+// Prints {"schema": 1, <body members>} on env.out. Never throws on bad
+// UTF-8 (a device or table name is bytes to the kernel): invalid sequences
+// are replaced by U+FFFD.
 void emit_json(const Invocation& invocation, const Json& body);
+// Usage text: as is, or with -j as {"schema": 1, "usage": TEXT}.
+void emit_usage(const Invocation& invocation, const char* text);
 // Success of a command that has nothing to show.
 void emit_done(const Invocation& invocation);
 

@@ -280,7 +280,7 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
     return;
   }
   if (!family_from_name(first) && abbreviates(first, "help")) {
-    invocation.env.out << attach_usage();
+    emit_usage(invocation, attach_usage());
     return;
   }
   FlowtableRef ref;
@@ -304,7 +304,7 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
 void do_detach(Invocation& invocation, Arguments& arguments) {
   if (!arguments.empty() && !family_from_name(arguments.peek()) &&
       abbreviates(arguments.peek(), "help")) {
-    invocation.env.out << detach_usage();
+    emit_usage(invocation, detach_usage());
     return;
   }
   FlowtableRef ref = parse_flowtable_ref(arguments);
@@ -328,7 +328,7 @@ void do_stats(Invocation& invocation, Arguments& arguments) {
   }
   arguments.expect_end();
   if (command == "help") {
-    invocation.env.out << stats_usage();
+    emit_usage(invocation, stats_usage());
     return;
   }
   if (command == "reset") {
@@ -370,7 +370,7 @@ void do_monitor(Invocation& invocation, Arguments& arguments) {
     const std::string keyword = match_keyword(
         arguments.take("keyword"), {"interval", "count", "help"}, "monitor option", "monitor");
     if (keyword == "help") {
-      invocation.env.out << monitor_usage();
+      emit_usage(invocation, monitor_usage());
       return;
     }
     const std::string value = arguments.take(keyword == "interval" ? "SECONDS" : "N");

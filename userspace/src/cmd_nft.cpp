@@ -676,7 +676,7 @@ void do_table(Invocation& invocation, Arguments& arguments) {
   } else if (command == "list") {
     table_list(invocation, arguments);
   } else {
-    invocation.env.out << table_usage();
+    emit_usage(invocation, table_usage());
   }
 }
 
@@ -693,7 +693,7 @@ void do_flowtable(Invocation& invocation, Arguments& arguments) {
   } else if (command == "list") {
     flowtable_list(invocation, arguments);
   } else {
-    invocation.env.out << flowtable_usage();
+    emit_usage(invocation, flowtable_usage());
   }
 }
 
@@ -710,7 +710,7 @@ void do_offload(Invocation& invocation, Arguments& arguments) {
   } else if (command == "list") {
     offload_list(invocation, arguments);
   } else {
-    invocation.env.out << offload_usage();
+    emit_usage(invocation, offload_usage());
   }
 }
 

@@ -191,3 +191,31 @@ TEST_F(OffloadTest, ListAndDeleteTouchOnlyOffloadRules) {
 
 }  // namespace
 }  // namespace flowbulk::testing
+
+namespace flowbulk::testing {
+namespace {
+
+TEST_F(CliTest, JsonOfANameThatIsNotUtf8IsReplacedNotAborted) {
+  nft_kernel().add_table(NFPROTO_INET, "bad\xff\xfe");
+  ASSERT_EQ(run({"-j", "table", "list"}), kExitOk) << err();
+  const Json json = Json::parse(out());
+  EXPECT_EQ(json["tables"][0]["name"], "bad\xEF\xBF\xBD\xEF\xBF\xBD");  // U+FFFD twice
+}
+
+TEST_F(CliTest, EveryJsonOutputIsAJsonDocument) {
+  for (const std::vector<std::string>& words :
+       std::vector<std::vector<std::string>>{{"-j", "-V"},
+                                             {"-j", "help"},
+                                             {"-j", "-h"},
+                                             {"-j", "offload", "help"},
+                                             {"-j", "table", "help"},
+                                             {"-j", "stats", "help"}}) {
+    ASSERT_EQ(run(words), kExitOk) << err();
+    const Json json = Json::parse(out(), nullptr, false);
+    EXPECT_FALSE(json.is_discarded()) << ::testing::PrintToString(words) << ": " << out();
+    EXPECT_EQ(json.value("schema", 0), 1) << out();
+  }
+}
+
+}  // namespace
+}  // namespace flowbulk::testing
