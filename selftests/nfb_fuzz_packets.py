@@ -679,6 +679,7 @@ def main(argv):
 
     per_cat = {}           # category -> {"n":, deltas...}
     bad_taken = []         # (what, frame) taken although "must"
+    more_taken = 0         # more of them, counted per chunk only
     mismatches = []
     ctrl_fail = []
     n_must = n_may = 0
@@ -690,7 +691,7 @@ def main(argv):
                 bad_taken.append((what, f))
 
     def do_chunk(label, cls, chunk):
-        nonlocal n_must, n_may
+        nonlocal n_must, n_may, more_taken
         b, a, want, ok = rig.run_chunk([f for _, f in chunk])
         d = delta(b, a)
         if not ok:
@@ -700,8 +701,12 @@ def main(argv):
                                                    d))
         if cls == "must":
             n_must += len(chunk)
-            if d["taken"]:
+            # Finding the culprits one by one is slow under TCG: after 40
+            # of them, the rest is only counted.
+            if d["taken"] and len(bad_taken) < 40:
                 culprits(chunk)
+            elif d["taken"]:
+                more_taken += d["taken"]
         else:
             n_may += len(chunk)
         return d
@@ -779,8 +784,9 @@ def main(argv):
     bad_desc = "; ".join("%s: %d taken, e.g. %s" % (r, len(v), v[0][1].hex())
                          for r, v in by_reason.items())
     check("no malformed or foreign frame taken (%d fixed, %d random frames, "
-          "%d of them 'must decline', seed %d)" % (len(cases), n, n_must, seed),
-          not bad_taken, "%d taken: %s" % (len(bad_taken), bad_desc))
+          "%d of all 'must decline', seed %d)" % (len(cases), n, n_must, seed),
+          not bad_taken and not more_taken, "%d taken: %s" %
+          (len(bad_taken) + more_taken, bad_desc))
     check("valid packets of the four flows taken throughout", not ctrl_fail,
           "; ".join(ctrl_fail[:5]))
 
