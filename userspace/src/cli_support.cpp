@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "cli_support.h"
 
+#include <algorithm>
 #include <ostream>
 
 #include "error.h"
@@ -59,6 +60,21 @@ std::string match_keyword(std::string_view word, std::initializer_list<std::stri
   }
   throw UsageError(std::string(what) + " \"" + std::string(word) + "\" is ambiguous (" + list +
                    "); " + try_help);
+}
+
+bool is_plain_number(std::string_view word, bool negative_allowed, bool fraction_allowed) {
+  if (negative_allowed && !word.empty() && word.front() == '-') {
+    word.remove_prefix(1);
+  }
+  const size_t dot = fraction_allowed ? word.find('.') : std::string_view::npos;
+  auto digits = [](std::string_view part) {
+    return !part.empty() &&
+           std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (dot == std::string_view::npos) {
+    return digits(word);
+  }
+  return digits(word.substr(0, dot)) && digits(word.substr(dot + 1));
 }
 
 uint8_t parse_family(std::string_view word) {

@@ -64,6 +64,11 @@ std::string match_keyword(std::string_view word, std::initializer_list<std::stri
 // True when `word` is a prefix of `keyword` (and not empty).
 bool abbreviates(std::string_view word, std::string_view keyword);
 
+// A number as people write it: digits, optionally one leading '-' and one
+// '.' between digits. Rejects what strtod/strtoll also take: leading
+// blanks, '+', hex, exponents, "inf", "nan".
+bool is_plain_number(std::string_view word, bool negative_allowed, bool fraction_allowed);
+
 uint8_t parse_family(std::string_view word);
 // nft identifier rules, so that `nft list ruleset` output reloads.
 void validate_name(std::string_view name, std::string_view what);

@@ -366,6 +366,7 @@ void do_stats(Invocation& invocation, Arguments& arguments) {
 void do_monitor(Invocation& invocation, Arguments& arguments) {
   double interval = 1.0;
   std::optional<uint64_t> count;
+  bool interval_given = false;
   while (!arguments.empty()) {
     const std::string keyword = match_keyword(
         arguments.take("keyword"), {"interval", "count", "help"}, "monitor option", "monitor");
@@ -373,19 +374,23 @@ void do_monitor(Invocation& invocation, Arguments& arguments) {
       emit_usage(invocation, monitor_usage());
       return;
     }
+    if ((keyword == "interval" && interval_given) || (keyword == "count" && count)) {
+      throw UsageError("\"" + keyword + "\" given twice");
+    }
+    interval_given = interval_given || keyword == "interval";
     const std::string value = arguments.take(keyword == "interval" ? "SECONDS" : "N");
     char* end = nullptr;
     errno = 0;
     if (keyword == "interval") {
       interval = std::strtod(value.c_str(), &end);
-      if (end == value.c_str() || *end != '\0' || errno != 0 || !std::isfinite(interval) ||
-          interval < 0.1 || interval > 3600) {
+      if (!is_plain_number(value, false, true) || end == value.c_str() || *end != '\0' ||
+          errno != 0 || !std::isfinite(interval) || interval < 0.1 || interval > 3600) {
         throw UsageError("invalid interval \"" + value + "\": seconds between 0.1 and 3600");
       }
     } else {
       const unsigned long long parsed = std::strtoull(value.c_str(), &end, 10);
-      if (end == value.c_str() || *end != '\0' || errno != 0 || parsed == 0 ||
-          value.front() == '-') {
+      if (!is_plain_number(value, false, false) || end == value.c_str() || *end != '\0' ||
+          errno != 0 || parsed == 0) {
         throw UsageError("invalid count \"" + value + "\": a positive integer");
       }
       count = parsed;

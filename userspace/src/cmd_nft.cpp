@@ -54,7 +54,7 @@ int32_t parse_priority(const std::string& word) {
   char* end = nullptr;
   errno = 0;
   const long long value = std::strtoll(word.c_str(), &end, 10);
-  if (word.empty() || end == word.c_str() || *end != '\0') {
+  if (!is_plain_number(word, true, false) || end == word.c_str() || *end != '\0') {
     throw UsageError("invalid priority \"" + word + "\": an integer (or \"filter\")");
   }
   if (errno == ERANGE || value < INT32_MIN || value > INT32_MAX) {
@@ -72,7 +72,9 @@ std::vector<std::string> parse_devices(const std::string& list, Environment& env
     const size_t comma = list.find(',', start);
     std::string device = list.substr(start, comma == std::string::npos ? comma : comma - start);
     if (device.empty()) {
-      throw UsageError("empty device name in \"" + list + "\"");
+      // `devices eth0, eth1`: the shell made two words of it.
+      throw UsageError("empty device name in \"" + list +
+                       "\"; write the list as one word without spaces: DEV,DEV");
     }
     if (device.size() >= IFNAMSIZ) {
       throw UsageError("device name \"" + device + "\" is longer than " +
@@ -143,11 +145,11 @@ void table_delete(Invocation& invocation, Arguments& arguments) {
     // hooks for flowtables that no longer exist.
     std::vector<FlowtableRef> attached;
     for (const auto& flowtable : nft.list_flowtables(family)) {
-      if (name == nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_TABLE)) {
-        attached.push_back(FlowtableRef{
-            .family = family,
-            .table = name,
-            .flowtable = nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_NAME)});
+      if (name == text_or_empty(nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_TABLE))) {
+        attached.push_back(FlowtableRef{.family = family,
+                                        .table = name,
+                                        .flowtable = text_or_empty(nftnl_flowtable_get_str(
+                                            flowtable.get(), NFTNL_FLOWTABLE_NAME))});
       }
     }
     nft.delete_table(family, name);
@@ -177,7 +179,7 @@ void table_list(Invocation& invocation, Arguments& arguments) {
     for (const auto& table : tables) {
       list.push_back(Json{
           {"family", family_name(nftnl_table_get_u32(table.get(), NFTNL_TABLE_FAMILY))},
-          {"name", nftnl_table_get_str(table.get(), NFTNL_TABLE_NAME)},
+          {"name", text_or_empty(nftnl_table_get_str(table.get(), NFTNL_TABLE_NAME))},
           {"handle", nftnl_table_get_u64(table.get(), NFTNL_TABLE_HANDLE)},
           {"use", nftnl_table_get_u32(table.get(), NFTNL_TABLE_USE)},
           {"flags", table_flag_names(nftnl_table_get_u32(table.get(), NFTNL_TABLE_FLAGS))},
@@ -192,7 +194,7 @@ void table_list(Invocation& invocation, Arguments& arguments) {
                   {"OBJECTS", TextTable::Align::kRight}});
   for (const auto& table : tables) {
     text.add_row({family_name(nftnl_table_get_u32(table.get(), NFTNL_TABLE_FAMILY)),
-                  nftnl_table_get_str(table.get(), NFTNL_TABLE_NAME),
+                  text_or_empty(nftnl_table_get_str(table.get(), NFTNL_TABLE_NAME)),
                   std::to_string(nftnl_table_get_u64(table.get(), NFTNL_TABLE_HANDLE)),
                   std::to_string(nftnl_table_get_u32(table.get(), NFTNL_TABLE_USE))});
   }
@@ -335,7 +337,8 @@ void flowtable_list(Invocation& invocation, Arguments& arguments) {
     fail_with_context(error, "cannot list flowtables");
   }
   std::erase_if(flowtables, [&table](const NftnlFlowtablePtr& flowtable) {
-    return table && *table != nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_TABLE);
+    return table &&
+           *table != text_or_empty(nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_TABLE));
   });
   auto devices_of = [](const nftnl_flowtable* flowtable) {
     std::vector<std::string> devices;
@@ -366,8 +369,8 @@ void flowtable_list(Invocation& invocation, Arguments& arguments) {
       const nftnl_flowtable* flowtable = owned.get();
       list.push_back(Json{
           {"family", family_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_FAMILY))},
-          {"table", nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_TABLE)},
-          {"name", nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_NAME)},
+          {"table", text_or_empty(nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_TABLE))},
+          {"name", text_or_empty(nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_NAME))},
           {"handle", nftnl_flowtable_get_u64(flowtable, NFTNL_FLOWTABLE_HANDLE)},
           {"hook", netdev_hook_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_HOOKNUM))},
           {"prio", nftnl_flowtable_get_s32(flowtable, NFTNL_FLOWTABLE_PRIO)},
@@ -397,8 +400,8 @@ void flowtable_list(Invocation& invocation, Arguments& arguments) {
   for (const auto& owned : flowtables) {
     const nftnl_flowtable* flowtable = owned.get();
     text.add_row({family_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_FAMILY)),
-                  nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_TABLE),
-                  nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_NAME),
+                  text_or_empty(nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_TABLE)),
+                  text_or_empty(nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_NAME)),
                   netdev_hook_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_HOOKNUM)),
                   std::to_string(nftnl_flowtable_get_s32(flowtable, NFTNL_FLOWTABLE_PRIO)),
                   join(devices_of(flowtable)), join(flags_of(flowtable)),

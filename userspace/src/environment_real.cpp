@@ -35,9 +35,9 @@ bool sleep_seconds(double seconds) {
   timespec remaining{};
   remaining.tv_sec = static_cast<time_t>(seconds);
   remaining.tv_nsec = static_cast<long>((seconds - std::floor(seconds)) * 1e9);
-  // The handler is installed without SA_RESTART (main.cpp), so a signal ends
-  // the sleep early; the flag also catches one that arrived while we were
-  // talking to the kernel.
+  // catch_interrupts() installs the handler without SA_RESTART, so a signal
+  // ends the sleep early; the flag also catches one that arrived while we
+  // were talking to the kernel.
   return interrupt_requested == 0 && nanosleep(&remaining, &remaining) == 0 &&
          interrupt_requested == 0;
 }

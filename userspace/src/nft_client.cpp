@@ -436,15 +436,15 @@ void NftClient::delete_rules(const std::vector<OffloadRule>& rules) {
 bool NftClient::table_exists(uint8_t family, const std::string& name) {
   auto tables = list_tables(family);
   return std::any_of(tables.begin(), tables.end(), [&](const NftnlTablePtr& table) {
-    return name == nftnl_table_get_str(table.get(), NFTNL_TABLE_NAME);
+    return name == text_or_empty(nftnl_table_get_str(table.get(), NFTNL_TABLE_NAME));
   });
 }
 
 bool NftClient::flowtable_exists(const FlowtableRef& ref) {
   auto flowtables = list_flowtables(ref.family);
   return std::any_of(flowtables.begin(), flowtables.end(), [&](const NftnlFlowtablePtr& ft) {
-    return ref.table == nftnl_flowtable_get_str(ft.get(), NFTNL_FLOWTABLE_TABLE) &&
-           ref.flowtable == nftnl_flowtable_get_str(ft.get(), NFTNL_FLOWTABLE_NAME);
+    return ref.table == text_or_empty(nftnl_flowtable_get_str(ft.get(), NFTNL_FLOWTABLE_TABLE)) &&
+           ref.flowtable == text_or_empty(nftnl_flowtable_get_str(ft.get(), NFTNL_FLOWTABLE_NAME));
   });
 }
 

@@ -37,6 +37,23 @@ INSTANTIATE_TEST_SUITE_P(
     Cli, BadInputTest,
     ::testing::Values(
         BadInput{{"bogus"}, "object \"bogus\" is unknown; try \"flowbulk help\""},
+        // Numbers as people write them; what strtod/strtoll also take is not.
+        BadInput{{"flowtable", "add", "inet", "t", "f", "hook", "ingress", "priority", " 5",
+                  "devices", "eth0"},
+                 "invalid priority \" 5\""},
+        BadInput{{"flowtable", "add", "inet", "t", "f", "hook", "ingress", "priority", "+5",
+                  "devices", "eth0"},
+                 "invalid priority \"+5\""},
+        BadInput{{"monitor", "interval", "0x1p-3"}, "invalid interval \"0x1p-3\""},
+        BadInput{{"monitor", "interval", " 5"}, "invalid interval \" 5\""},
+        BadInput{{"monitor", "interval", "1e1"}, "invalid interval \"1e1\""},
+        BadInput{{"monitor", "count", "+5"}, "invalid count \"+5\""},
+        BadInput{{"monitor", "count", "2", "count", "3"}, "\"count\" given twice"},
+        BadInput{{"monitor", "interval", "1", "interval", "2"}, "\"interval\" given twice"},
+        // `devices eth0, eth1`: the shell splits it after the comma.
+        BadInput{
+            {"flowtable", "add", "inet", "t", "f", "hook", "ingress", "devices", "eth0,", "eth1"},
+            "empty device name in \"eth0,\"; write the list as one word without spaces"},
         BadInput{{"table", "frob"}, "table command \"frob\" is unknown"},
         BadInput{{"table", "add", "foo", "t"},
                  "unknown family \"foo\": flowtables exist in ip, ip6, inet"},
