@@ -406,6 +406,7 @@ void do_monitor(Invocation& invocation, Arguments& arguments) {
     }
   };
   CpuStats before = read_total();
+  double before_time = invocation.env.monotonic_seconds();
   std::ostream& out = invocation.env.out;
   if (!invocation.options.json) {
     char header[160];
@@ -418,15 +419,20 @@ void do_monitor(Invocation& invocation, Arguments& arguments) {
       break;  // interrupted: a normal way to end monitor
     }
     CpuStats now = read_total();
-    const double packets = rate(now.packets, before.packets, interval);
-    const double bulks = rate(now.bulks, before.bulks, interval);
-    const double declined = rate(sum(now.decline), sum(before.decline), interval);
-    const double fallback = rate(sum(now.fallback), sum(before.fallback), interval);
-    const double dropped = rate(sum(now.drop), sum(before.drop), interval);
+    // What elapsed between the two reads (a late wake-up, a slow dump), not
+    // what was asked of sleep().
+    const double now_time = invocation.env.monotonic_seconds();
+    const double elapsed = now_time > before_time ? now_time - before_time : interval;
+    before_time = now_time;
+    const double packets = rate(now.packets, before.packets, elapsed);
+    const double bulks = rate(now.bulks, before.bulks, elapsed);
+    const double declined = rate(sum(now.decline), sum(before.decline), elapsed);
+    const double fallback = rate(sum(now.fallback), sum(before.fallback), elapsed);
+    const double dropped = rate(sum(now.drop), sum(before.drop), elapsed);
     const std::string time = invocation.env.clock_text();
     if (invocation.options.json) {
       Json entry{{"time", time},
-                 {"interval", interval},
+                 {"interval", elapsed},
                  {"packets_per_second", packets},
                  {"bulks_per_second", bulks},
                  {"mean_bulk", bulks > 0 ? Json(packets / bulks) : Json()},

@@ -46,6 +46,9 @@ struct Environment {
   std::function<bool(double seconds)> sleep;
   // From now on SIGINT/SIGTERM end sleep() instead of the process (monitor).
   std::function<void()> catch_interrupts;
+  // A monotonic clock in seconds: monitor divides by the interval it
+  // measured, not the one it asked sleep() for.
+  std::function<double()> monotonic_seconds;
   // Wall clock as "HH:MM:SS" for monitor lines.
   std::function<std::string()> clock_text;
 };

@@ -42,6 +42,12 @@ bool sleep_seconds(double seconds) {
          interrupt_requested == 0;
 }
 
+double monotonic_now() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+}
+
 std::string local_time_text() {
   const time_t now = time(nullptr);
   tm local{};
@@ -69,6 +75,7 @@ RealEnvironment::RealEnvironment() : transports_(std::make_unique<MnlTransportFa
       .make_ruleset_engine = make_libnftables_engine,
       .sleep = sleep_seconds,
       .catch_interrupts = catch_interrupts,
+      .monotonic_seconds = monotonic_now,
       .clock_text = local_time_text,
   });
 }

@@ -69,10 +69,12 @@ class CliTest : public ::testing::Test {
              .sleep =
                  [this](double seconds) {
                    sleeps_.push_back(seconds);
+                   clock_ += seconds * clock_stretch_;
                    return interrupt_after_ < 0 ||
                           static_cast<int>(sleeps_.size()) <= interrupt_after_;
                  },
              .catch_interrupts = [] {},
+             .monotonic_seconds = [this] { return clock_; },
              .clock_text = [] { return std::string("12:00:00"); }} {}
 
   int run(const std::vector<std::string>& arguments) {
@@ -104,6 +106,8 @@ class CliTest : public ::testing::Test {
   FakeEngineState engine_;
   std::vector<double> sleeps_;
   int interrupt_after_ = -1;
+  double clock_ = 1000.0;       // the fake monotonic clock, moved by sleep()
+  double clock_stretch_ = 1.0;  // how much longer than asked a sleep takes
   Environment env_;
 };
 

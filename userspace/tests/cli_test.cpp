@@ -257,6 +257,16 @@ TEST_F(CliTest, MonitorPrintsRatesPerInterval) {
             "12:00:00           200          50       4.00           0           0           0\n");
 }
 
+TEST_F(CliTest, MonitorDividesByTheMeasuredInterval) {
+  clock_stretch_ = 2.0;  // each 1 s sleep took 2 s (a loaded machine)
+  script_stats(genl(), true, 0, 0);
+  script_stats(genl(), false, 400, 200);
+  EXPECT_EQ(run({"-j", "monitor", "count", "1"}), kExitOk) << err();
+  const Json sample = Json::parse(out())["sample"];
+  EXPECT_EQ(sample["interval"], 2.0);
+  EXPECT_EQ(sample["packets_per_second"], 300.0);  // 600 packets in 2 s, not in 1
+}
+
 TEST_F(CliTest, MonitorJsonLinesAndInterrupt) {
   interrupt_after_ = 1;  // the second sleep is interrupted (SIGINT)
   script_stats(genl(), true, 0, 0);
