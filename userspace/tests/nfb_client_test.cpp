@@ -80,11 +80,26 @@ TEST_F(NfbClientFixture, AttachSendsFamilyTableAndFlowtable) {
   EXPECT_EQ(request.nlmsg_flags, NLM_F_REQUEST | NLM_F_ACK);
   EXPECT_EQ(genl_header(request).cmd, NFB_CMD_ATTACH);
   EXPECT_EQ(genl_header(request).version, NFB_GENL_VERSION);
+  // The module validates strictly: reserved byte zero, no unknown attributes.
+  EXPECT_EQ(genl_header(request).reserved, 0);
   auto attributes = genl_attributes(request);
   EXPECT_EQ(mnl_attr_get_u32(attributes.at(NFB_A_FAMILY)), NFPROTO_INET);
   EXPECT_STREQ(mnl_attr_get_str(attributes.at(NFB_A_TABLE)), "filter");
   EXPECT_STREQ(mnl_attr_get_str(attributes.at(NFB_A_FLOWTABLE)), "ft");
   EXPECT_EQ(attributes.size(), 3U);
+}
+
+TEST_F(NfbClientFixture, EveryRequestHasAZeroReservedByte) {
+  transport->expect(testing::resolve_family(kFakeFamilyId));
+  transport->expect(testing::ack_all());
+  transport->expect(testing::ack_all());
+  client->attach(flowtable);
+  client->detach(flowtable);
+  for (const Datagram& sent : transport->sent()) {
+    for (const nlmsghdr* message : messages_of(sent)) {
+      EXPECT_EQ(genl_header(*message).reserved, 0);
+    }
+  }
 }
 
 TEST_F(NfbClientFixture, DetachUsesDetachCommand) {
