@@ -583,10 +583,13 @@ decline:
 	nfb_count_decline(nn, ret);
 	/*
 	 * The packet goes on to the stock path, which transmits at once:
-	 * packets of its flow queued here must leave before it. Neither
-	 * non-IP packets nor encapsulated ones (never taken) can have any.
+	 * packets of its flow queued here must leave before it. Flows the
+	 * module never takes have none: non-IP, encapsulated, and neither
+	 * TCP nor UDP (ICMP, neighbour discovery, GRE...), whose packets
+	 * would otherwise cut every bulk short.
 	 */
-	if (ret != NFB_DECLINE_NOT_IP && ret != NFB_DECLINE_ENCAP)
+	if (ret != NFB_DECLINE_NOT_IP && ret != NFB_DECLINE_ENCAP &&
+	    ret != NFB_DECLINE_L4PROTO)
 		nfb_flush_local();
 	return NF_ACCEPT;
 }
