@@ -13,10 +13,8 @@
 #   3. the CPU that queued them goes offline: releasing drains its queue
 #      elsewhere, and they are delivered;
 #   4. the router's namespace is deleted: its exit waits for them.
-# Then 100 unload / reload cycles of the module under traffic, while other
-# namespaces with devices come and go (the netdev notifier and the
-# per-namespace data at module exit). The runner fails the test on any
-# kernel trouble (BUG, WARNING, refcount, "waiting for ... to become free").
+# The runner fails the test on any kernel trouble (BUG, WARNING, refcount,
+# "waiting for ... to become free"). Unload and reload: nfb_reload.sh.
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -27,14 +25,11 @@ nfb_require_tool ip nft python3 nstat taskset
 
 hold=/sys/module/nf_flow_bulk/parameters/test_hold
 cpu1=/sys/devices/system/cpu/cpu1/online
-churn_pid=
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
-	[ -z "$churn_pid" ] || kill "$churn_pid" 2>/dev/null || true
 	[ -w "$hold" ] && echo 0 >"$hold"
 	[ -w "$cpu1" ] && echo 1 >"$cpu1"
-	fp_flood_stop
 	cleanup_all_ns
 	if nfb_module_loaded; then nfb_unload_module; fi
 }
@@ -139,40 +134,5 @@ echo 0 >"$hold"
 # the server's peer device disappears when r1 is freed.
 check "netns: deleted, its devices freed" busywait 10000 gone "$S" s0
 cleanup_all_ns
-
-# 5. 100 unload / reload cycles under traffic, namespaces churning.
-topology
-fp_flood_start 10.0.2.1 7000
-(
-	i=0
-	while :; do
-		ip netns add "nfb-churn-$i" &&
-			ip -n "nfb-churn-$i" link add a type veth peer name b &&
-			ip -n "nfb-churn-$i" link set a up &&
-			ip netns del "nfb-churn-$i"
-		i=$((i + 1))
-	done
-) >/dev/null 2>&1 &
-churn_pid=$!
-reload_cycles() {
-	ip netns exec "$R" python3 - "$FP_DIR" <<-'EOF'
-	import subprocess, sys
-	sys.dont_write_bytecode = True
-	sys.path.insert(0, sys.argv[1])
-	import nfb_genl
-	for i in range(100):
-	    subprocess.run(["modprobe", "-r", "nf_flow_bulk"], check=True)
-	    subprocess.run(["modprobe", "nf_flow_bulk"], check=True)
-	    nl = nfb_genl.Genl()
-	    nl.do(nfb_genl.CMD["attach"], nfb_genl.ft_attrs(1, "fp", "ft"))
-	    nl.sock.close()
-	EOF
-}
-check "100 unload/reload cycles under traffic and netns churn" reload_cycles
-kill "$churn_pid"
-wait "$churn_pid" 2>/dev/null || true
-churn_pid=
-check "after the cycles: the module takes packets" fp_taken_grows 100
-fp_flood_stop
 
 exit "$ret"

@@ -1,0 +1,71 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# 100 unload / reload cycles of the module under traffic, each followed by
+# an attach, while other namespaces with devices come and go: the module's
+# exit must stop the netdev notifier before it frees the per-namespace data
+# the notifier reads, and a namespace being set up must not be touched
+# before its data exists. The runner fails the test on any kernel trouble.
+set -eu
+# shellcheck source=selftests/lib.sh
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=selftests/lib_fastpath.sh
+source "$(dirname "$0")/lib_fastpath.sh"
+
+nfb_require_tool ip nft python3 insmod rmmod
+
+churn_pid=
+# shellcheck disable=SC2317 # called through the EXIT trap
+cleanup() {
+	[ -z "$churn_pid" ] || kill "$churn_pid" 2>/dev/null || true
+	fp_flood_stop
+	cleanup_all_ns
+	ip netns list | awk '/^nfb-churn-/ { print $1 }' | xargs -r -n1 ip netns del 2>/dev/null || true
+	if nfb_module_loaded; then nfb_unload_module; fi
+}
+trap cleanup EXIT
+
+nfb_load_module
+ko=/lib/modules/$(uname -r)/updates/$NFB_MODULE.ko
+fp_topology
+fp_ruleset 0 0
+fp_genl "$R" attach inet fp ft
+fp_echo_start 7000
+fp_flood_start 10.0.2.1 7000
+check "traffic taken by the module" fp_taken_grows 100
+
+# Namespaces with a veth pair, created and deleted without pause.
+(
+	i=0
+	while :; do
+		ip netns add "nfb-churn-$i" &&
+			ip -n "nfb-churn-$i" link add a type veth peer name b &&
+			ip -n "nfb-churn-$i" link set a up &&
+			ip netns del "nfb-churn-$i"
+		i=$((i + 1))
+	done
+) >/dev/null 2>&1 &
+churn_pid=$!
+
+# One python process (start-up is slow under TCG): rmmod, insmod, attach.
+reload_cycles() {
+	ip netns exec "$R" python3 - "$FP_DIR" "$ko" <<-'PY'
+	import subprocess, sys
+	sys.dont_write_bytecode = True
+	sys.path.insert(0, sys.argv[1])
+	import nfb_genl
+	for i in range(100):
+	    subprocess.run(["rmmod", "nf_flow_bulk"], check=True)
+	    subprocess.run(["insmod", sys.argv[2]], check=True)
+	    nl = nfb_genl.Genl()
+	    nl.do(nfb_genl.CMD["attach"], nfb_genl.ft_attrs(1, "fp", "ft"))
+	    nl.sock.close()
+	PY
+}
+check "100 unload / reload cycles under traffic and namespace churn" reload_cycles
+kill "$churn_pid"
+wait "$churn_pid" 2>/dev/null || true
+churn_pid=
+check "after the cycles: the module takes packets" fp_taken_grows 100
+fp_flood_stop
+exit "$ret"
