@@ -432,7 +432,8 @@ void do_monitor(Invocation& invocation, Arguments& arguments) {
     const std::string time = invocation.env.clock_text();
     if (invocation.options.json) {
       Json entry{{"time", time},
-                 {"interval", elapsed},
+                 {"interval", interval},
+                 {"elapsed", elapsed},
                  {"packets_per_second", packets},
                  {"bulks_per_second", bulks},
                  {"mean_bulk", bulks > 0 ? Json(packets / bulks) : Json()},
