@@ -263,8 +263,8 @@ TEST_F(CliTest, MonitorDividesByTheMeasuredInterval) {
   script_stats(genl(), false, 400, 200);
   EXPECT_EQ(run({"-j", "monitor", "count", "1"}), kExitOk) << err();
   const Json sample = Json::parse(out())["sample"];
-  EXPECT_EQ(sample["interval"], 1.0);  // as asked
-  EXPECT_EQ(sample["elapsed"], 2.0);   // as measured
+  EXPECT_EQ(sample["interval"], 1.0);              // as asked
+  EXPECT_EQ(sample["elapsed"], 2.0);               // as measured
   EXPECT_EQ(sample["packets_per_second"], 300.0);  // 600 packets in 2 s, not in 1
 }
 
