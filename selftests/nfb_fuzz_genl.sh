@@ -16,7 +16,7 @@
 #     refused and nothing is carried out (statistics not reset);
 #   - root of a user namespace with its own network namespace: the random
 #     requests again, acting on that namespace only;
-#   - a dump of an attachment too big for one dump message (128 devices,
+#   - a dump of an attachment too big for one dump message (112 devices,
 #     255-character names) through a fresh socket: listed or an error,
 #     never left out silently;
 # and afterwards: nothing new in the kernel log but rate-limited netlink
@@ -25,7 +25,7 @@
 # a statistics dump still work.
 #
 # NFB_FUZZ_SEED (default 1) seeds the random requests; NFB_FUZZ_COUNT and
-# NFB_FUZZ_TIME bound the main random run (20000 requests, 25 s).
+# NFB_FUZZ_TIME bound the main random run (20000 requests, 20 s).
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -36,7 +36,7 @@ nfb_require_tool ip nft python3 setpriv unshare dmesg
 
 seed=${NFB_FUZZ_SEED:-1}
 count=${NFB_FUZZ_COUNT:-20000}
-secs=${NFB_FUZZ_TIME:-25}
+secs=${NFB_FUZZ_TIME:-20}
 fuzz=("$FP_DIR/nfb_fuzz_genl.py")
 
 # shellcheck disable=SC2317 # called through the EXIT trap
@@ -88,6 +88,12 @@ for a in sorted(json.load(sys.stdin), key=lambda a: a["table"]):
     print(a["family"], a["table"], a["flowtable"])'
 }
 
+start=$(date +%s)
+# phase WHAT: seconds since the start, to see where the time goes.
+phase() {
+	echo "INFO: $(($(date +%s) - start)) s: $*"
+}
+
 nfb_load_module
 dmesg_before=$(dmesg | wc -l)
 
@@ -106,7 +112,9 @@ EOF
 fp_genl "$F" attach inet fz fz
 want_attach=$(attachments "$F")
 
+phase "set up, fixed cases next"
 fuzz_in "$F" 0 0 "$seed" -- cases fz fz
+phase "random requests next"
 fuzz_in "$F" "$count" "$secs" "$seed" -- random
 
 # Counters that an unprivileged reset_stats would zero: frames of an
@@ -121,27 +129,30 @@ EOF
 busywait 10000 test "$(declines "$F")" -ge 20 ||
 	{ log_fail "frames on a1 were not counted at a0"; ret=1; }
 dc_before=$(declines "$F")
+phase "unprivileged callers next"
 
-fuzz_in "$F" 2000 4 "$seed" setpriv --reuid=65534 --regid=65534 \
+fuzz_in "$F" 1000 3 "$seed" setpriv --reuid=65534 --regid=65534 \
 	--clear-groups --inh-caps=-all --bounding-set=-all -- unpriv
-fuzz_in "$F" 2000 4 "$seed" setpriv --inh-caps=-net_admin \
+fuzz_in "$F" 1000 3 "$seed" setpriv --inh-caps=-net_admin \
 	--bounding-set=-net_admin -- unpriv
 # Root of a child user namespace, in a network namespace the initial user
 # namespace owns: GENL_UNS_ADMIN_PERM refuses it.
-fuzz_in "$F" 2000 4 "$seed" unshare -U -r -- unpriv
+fuzz_in "$F" 1000 3 "$seed" unshare -U -r -- unpriv
 dc_after=$(declines "$F")
 check "no unprivileged request reset the statistics ($dc_before -> $dc_after declines)" \
 	test "$dc_after" -ge "$dc_before"
 
+phase "user namespace next"
 # Root of a user namespace with its own network namespace may use the
 # family there: the random requests once more, from an unprivileged owner.
 fuzz_in "$F" 5000 6 $((seed + 1)) unshare -U -r -n -- random
 
+phase "big dump next"
 # An attachment too big for a default-sized dump message.
 long_t=$(printf 't%.0s' $(seq 255))
 long_f=$(printf 'f%.0s' $(seq 255))
 {
-	for i in $(seq -w 0 63); do
+	for i in $(seq -w 0 55); do
 		echo "link add fzbigdump${i}a type veth peer name fzbigdump${i}b"
 	done
 } | ip -n "$B" -b -
@@ -151,10 +162,11 @@ table inet $long_t {
 	flowtable $long_f { hook ingress priority 0; devices = { $devs }; }
 }
 EOF
-check "attach a flowtable with 128 devices and 255-character names" \
+check "attach a flowtable with 112 devices and 255-character names" \
 	fp_genl "$B" attach inet "$long_t" "$long_f"
 fuzz_in "$B" 0 0 "$seed" -- bigdump "$long_t" "$long_f"
 
+phase "checks after the fuzzing next"
 # The module afterwards.
 check "module still loaded" nfb_module_loaded
 got_attach=$(attachments "$F")
