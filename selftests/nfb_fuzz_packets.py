@@ -701,9 +701,9 @@ def main(argv):
                                                    d))
         if cls == "must":
             n_must += len(chunk)
-            # Finding the culprits one by one is slow under TCG: after 40
+            # Finding the culprits one by one is slow under TCG: after 80
             # of them, the rest is only counted.
-            if d["taken"] and len(bad_taken) < 40:
+            if d["taken"] and len(bad_taken) < 80:
                 culprits(chunk)
             elif d["taken"]:
                 more_taken += d["taken"]
