@@ -246,10 +246,6 @@ void flowtable_add(Invocation& invocation, Arguments& arguments) {
   }
   const bool early = *hook == "early_ingress";
   spec.priority = priority.value_or(0);
-  if (early && spec.priority == INT32_MIN) {
-    throw UsageError("priority " + std::to_string(INT32_MIN) +
-                     " leaves no room for the module's hook, which runs at priority - 1");
-  }
   spec.devices = std::move(*devices);
   spec.counter = counter;
 
