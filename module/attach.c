@@ -103,10 +103,16 @@ static int nfb_find(struct net *net, const struct nfb_attach *a,
 	return n;
 }
 
-/* The scan has looked at @h's device as its hook list is now. */
+/*
+ * The scan has looked at @h's device: remember its hook list as it was
+ * before the walk (nfb_sync() takes it first). nf_tables changes hook
+ * lists under its own mutex, not RTNL: a list that changed during or after
+ * the walk then differs from the one remembered, and the next packet asks
+ * for another scan instead of trusting a stale one.
+ */
 static void nfb_hook_mark_seen(struct nfb_hook *h)
 {
-	WRITE_ONCE(h->seen, rcu_access_pointer(h->dev->nf_hooks_ingress));
+	WRITE_ONCE(h->seen, h->scan_seen);
 }
 
 static void nfb_hook_del(struct nfb_hook *h)
@@ -181,6 +187,8 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 		return -ENOMEM;
 
 	a->scans++;
+	list_for_each_entry(h, &a->hooks, list)
+		h->scan_seen = rcu_access_pointer(h->dev->nf_hooks_ingress);
 	n = nfb_find(a->nn->net, a, found);
 	if (!n) {
 		/*

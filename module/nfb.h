@@ -107,6 +107,7 @@ struct nfb_hook {
 	 * between ours and the flowtable) costs one scan, not one per packet.
 	 */
 	const void		*seen;
+	const void		*scan_seen;	/* taken before a scan walks */
 	struct rcu_head		rcu;
 };
 
