@@ -6,6 +6,8 @@
 # exit must stop the netdev notifier before it frees the per-namespace data
 # the notifier reads, and a namespace being set up must not be touched
 # before its data exists. The runner fails the test on any kernel trouble.
+# A cycle takes one to three seconds in a TCG guest:
+# nfb-timeout: 900
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -43,6 +45,7 @@ check "traffic taken by the module" fp_taken_grows 100
 			ip -n "nfb-churn-$i" link set a up &&
 			ip netns del "nfb-churn-$i"
 		i=$((i + 1))
+		sleep 0.1	# a steady trickle, not a CPU hog
 	done
 ) >/dev/null 2>&1 &
 churn_pid=$!
