@@ -46,6 +46,14 @@ nfb_stats_agree_once() {
 # nfb_stats_agree NS: flowbulk -j stats equals /proc/net/stat/nf_flow_bulk.
 nfb_stats_agree() {
 	busywait 10000 nfb_stats_agree_once "$1" && return 0
-	diff <(nfb_proc_totals "$1") <(nfb_json_totals "$1")
+	# Show what differed: the three reads, as the last attempt made them.
+	local before proc after
+	before=$(nfb_json_totals "$1")
+	proc=$(nfb_proc_totals "$1")
+	after=$(nfb_json_totals "$1")
+	echo "INFO: stats -j (before) vs /proc:"
+	diff <(echo "$before") <(echo "$proc") | sed 's/^/INFO:   /'
+	echo "INFO: stats -j (before) vs stats -j (after):"
+	diff <(echo "$before") <(echo "$after") | sed 's/^/INFO:   /'
 	return 1
 }
