@@ -169,9 +169,34 @@ static int nfb_hook_add(struct nfb_attach *a, const struct nfb_found *f,
 }
 
 /*
+ * Whether @h runs after the flowtable entry @cookie on its device: a
+ * flowtable re-created at the priority of an existing hook goes in front
+ * of it (new hooks go before hooks of equal priority). Registering the
+ * hook again puts it back in front. A hook in front but not adjacent
+ * (another hook of that priority between) is not "behind": registering it
+ * again would change nothing and only cause another scan.
+ */
+static bool nfb_hook_behind(const struct nfb_hook *h, const void *cookie)
+{
+	const struct nf_hook_entries *e;
+	int i, ours = -1, ft = -1;
+
+	rcu_read_lock();
+	e = rcu_dereference(h->dev->nf_hooks_ingress);
+	for (i = 0; e && i < e->num_hook_entries; i++) {
+		if (e->hooks[i].priv == h)
+			ours = i;
+		else if (e->hooks[i].priv == cookie && ft < 0)
+			ft = i;
+	}
+	rcu_read_unlock();
+	return ours >= 0 && ft >= 0 && ours > ft;
+}
+
+/*
  * Bring the hooks of @a in line with where its flowtable is now. A hook at
- * the wrong priority is replaced, registering the new one first so that no
- * packet misses both. When the flowtable is found nowhere, the old hooks
+ * the wrong priority, or behind the flowtable, is replaced, registering the
+ * new one first so that no packet misses both. When the flowtable is found nowhere, the old hooks
  * stay: they decline everything and keep asking for a rescan, which finds
  * the flowtable again once it is re-created.
  */
@@ -206,7 +231,8 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 
 		a->priority = f->priority;
 		h = nfb_hook_by_dev(a, f->dev);
-		if (h && h->ft_priority == f->priority) {
+		if (h && h->ft_priority == f->priority &&
+		    !nfb_hook_behind(h, f->cookie)) {
 			WRITE_ONCE(h->ft_cookie, f->cookie);
 			WRITE_ONCE(h->seen, f->entries);
 			list_move_tail(&h->list, &keep);
