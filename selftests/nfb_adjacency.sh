@@ -17,6 +17,8 @@
 #     no RTNL load);
 #   - once that chain goes, the module takes the packets again.
 # Every user chain counts the flow's packets: policy is never skipped.
+# Long under TCG on a busy host (up to ~280 s seen):
+# nfb-timeout: 600
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"

@@ -11,6 +11,8 @@
 #   - the router's namespace is deleted.
 # Then no WARN/BUG (checked by the runner) and no leaked device reference:
 # the deleted devices' peers go away, which waits for every reference.
+# Long under TCG on a busy host (up to ~280 s seen):
+# nfb-timeout: 600
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"

@@ -26,6 +26,8 @@
 #
 # NFB_FUZZ_SEED (default 1) seeds the random requests; NFB_FUZZ_COUNT and
 # NFB_FUZZ_TIME bound the main random run (20000 requests, 20 s).
+# Long under TCG on a busy host (up to ~280 s seen):
+# nfb-timeout: 600
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"

@@ -26,6 +26,8 @@
 #
 # NFB_FUZZ_SEED (default 1), NFB_FUZZ_COUNT (random frames, 3000) and
 # NFB_FUZZ_TIME (seconds for them, 20).
+# Long under TCG on a busy host (up to ~280 s seen):
+# nfb-timeout: 600
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"

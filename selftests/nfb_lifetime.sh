@@ -15,6 +15,8 @@
 #   4. the router's namespace is deleted: its exit waits for them.
 # The runner fails the test on any kernel trouble (BUG, WARNING, refcount,
 # "waiting for ... to become free"). Unload and reload: nfb_reload.sh.
+# Long under TCG on a busy host (up to ~280 s seen):
+# nfb-timeout: 600
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"

@@ -28,6 +28,8 @@
 # pinned to the generator's CPU; the generator sends each burst as
 # SCHED_FIFO, so the kthread polls the whole burst at once. The module's
 # bulk-size histogram must show bulks of 2 or more, else the test fails.
+# Long under TCG on a busy host (up to ~280 s seen):
+# nfb-timeout: 600
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
