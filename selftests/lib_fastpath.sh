@@ -125,7 +125,14 @@ fp_ruleset() {
 
 # Packets that went through the forward chain (the slow path).
 fp_fwd_packets() {
-	ip netns exec "$R" nft -j list chain inet fp fwdchain | python3 -c '
+	fp_nft_counters "$R" chain inet fp fwdchain
+}
+
+# fp_nft_counters NS OBJECT...: packets of every counter in 'nft list OBJECT'.
+fp_nft_counters() {
+	local ns=$1
+	shift
+	ip netns exec "$ns" nft -j list "$@" | python3 -c '
 import json, sys
 n = 0
 for o in json.load(sys.stdin)["nftables"]:

@@ -56,14 +56,7 @@ user_chain() {
 }
 # user_count NAME: packets counted by the chains of table user_NAME.
 user_count() {
-	ip netns exec "$R" nft -j list table netdev "user_$1" |
-		python3 -c 'import json, sys
-n = 0
-for o in json.load(sys.stdin)["nftables"]:
-    for e in o.get("rule", {}).get("expr", []):
-        if "counter" in e:
-            n += e["counter"]["packets"]
-print(n)'
+	fp_nft_counters "$R" table netdev "user_$1"
 }
 attach_info() {
 	fp_genl "$R" list | python3 -c 'import json, sys
