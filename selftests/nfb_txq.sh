@@ -2,40 +2,74 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Transmit queue choice as the stack's. The router's output device has four
-# transmit queues under mq (a pfifo_fast per queue, which the module's list
-# path passes by while empty and counts in) and XPS maps CPU 0 to queue 2
+# transmit queues under mq (a pfifo_fast per queue) and XPS maps CPU 0 to queue 2
 # and CPU 1 to queue 3. Flows forwarded on CPU 0 must leave on queue 2,
 # with the stock flowtable (dev_queue_xmit()) and with the module alike.
+#
+# The module must reset skb->sender_cpu as netdev_core_pick_tx() does:
+# a packet received through a NAPI carries the NAPI id in those bytes.
+# Without the reset XPS sees no CPU and the queue comes from the flow hash,
+# or here from the packet socket the veth packets still carry; the queue
+# alone does not show it. A kprobe on netdev_pick_tx() does: every call
+# must see a CPU in sender_cpu. Twice: r0 receives through the backlog,
+# then through veth's NAPI (GRO on r0, TSO off on c0 so that veth lets UDP
+# in), where napi_gro_receive() writes the NAPI id.
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=selftests/lib_fastpath.sh
 source "$(dirname "$0")/lib_fastpath.sh"
 
-nfb_require_tool ip nft tc python3 taskset
+nfb_require_tool ip nft tc python3 taskset ethtool pahole
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
+	pick_probe off
 	cleanup_all_ns
 	if nfb_module_loaded; then nfb_unload_module; fi
+}
+
+TRACE=/sys/kernel/tracing
+# pick_probe on|off: a kprobe on netdev_pick_tx() recording skb->sender_cpu
+# (x86-64: the skb is the second argument, %si; the field's offset comes
+# from the running kernel's BTF).
+pick_probe() {
+	if [ "$1" = on ]; then
+		local off
+		off=$(pahole -C sk_buff /sys/kernel/btf/vmlinux 2>/dev/null |
+			sed -n 's|.*unsigned int *sender_cpu; */\* *\([0-9]*\) .*|\1|p' | head -n 1)
+		[ -n "$off" ] || { log_fail "no offset of sk_buff.sender_cpu in BTF"; exit 1; }
+		echo "p:nfb_txq/pick netdev_pick_tx sender_cpu=+$off(%si):u32" >>"$TRACE/kprobe_events"
+		: >"$TRACE/trace"
+		echo 1 >"$TRACE/events/nfb_txq/pick/enable"
+	elif [ -d "$TRACE/events/nfb_txq" ]; then
+		echo 0 >"$TRACE/events/nfb_txq/pick/enable"
+		echo "-:nfb_txq/pick" >>"$TRACE/kprobe_events"
+	fi
 }
 trap cleanup EXIT
 
 [ "$(nproc)" -ge 2 ] || nfb_cannot_run "needs two CPUs"
 
+[ -d "$TRACE/events" ] || mount -t tracefs nodev "$TRACE"
+[ "$(uname -m)" = x86_64 ] || nfb_cannot_run "the probe reads x86-64 registers"
 nfb_load_module
 setup_ns C R S
 ip link add c0 netns "$C" type veth peer name r0 netns "$R"
 ip link add s0 netns "$S" numtxqueues 4 numrxqueues 4 type veth \
 	peer name r1 netns "$R" numtxqueues 4 numrxqueues 4
 fp_addresses
+# mq's children are the default qdisc (fq_codel on Debian): pfifo_fast,
+# the one the list path passes by, is asked for by name.
 ip netns exec "$R" tc qdisc replace dev r1 root handle 1: mq
+for i in 1 2 3 4; do
+	ip netns exec "$R" tc qdisc replace dev r1 parent "1:$i" pfifo_fast
+done
 ip netns exec "$R" sh -c 'echo 1 >/sys/class/net/r1/queues/tx-2/xps_cpus &&
 	echo 2 >/sys/class/net/r1/queues/tx-3/xps_cpus &&
 	echo 0 >/sys/class/net/r1/queues/tx-0/xps_cpus &&
 	echo 0 >/sys/class/net/r1/queues/tx-1/xps_cpus'
 fp_ruleset 0 0
-fp_echo_start 7000
 
 # Packets sent on each of r1's transmit queues: "q0 q1 q2 q3".
 txq_packets() {
@@ -49,40 +83,82 @@ for q in json.load(sys.stdin):
 print(*n)'
 }
 
-# flows_on_cpu0 COUNT: COUNT UDP flows (source ports 42000...), 20 echoed
-# datagrams each, sent from CPU 0 so the router forwards them on CPU 0.
+s0rx() { ip netns exec "$S" cat /sys/class/net/s0/statistics/rx_packets; }
+rmac=$(ip netns exec "$R" cat /sys/class/net/r0/address)
+
+# flows_on_cpu0 PACKETS: PACKETS UDP datagrams over 8 flows (source ports
+# 42000-42007, in turn), written to c0 by a packet socket on CPU 0, so the
+# router forwards them on CPU 0; waits until the server has them. Not UDP
+# sockets: their packets carry skb->sk through veth into the router, and
+# netdev_pick_tx() then follows the socket's cached queue; a router's
+# packets come from a NIC, without a socket. Not pktgen: its packets are
+# shared, which the module declines.
 flows_on_cpu0() {
-	ip netns exec "$C" taskset -c 0 python3 - "$1" <<-'EOF'
-	import socket, sys
-	for i in range(int(sys.argv[1])):
-	    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-	    s.bind(("0.0.0.0", 42000 + i))
-	    s.settimeout(0.5)
-	    for _ in range(20):
-	        s.sendto(b"q" * 100, ("10.0.2.1", 7000))
-	        try:
-	            s.recv(2048)
-	        except OSError:
-	            pass
+	local r0
+	r0=$(s0rx)
+	ip netns exec "$C" taskset -c 0 python3 - "$1" "$rmac" <<-'EOF'
+	import socket, struct, sys
+	count, rmac = int(sys.argv[1]), bytes.fromhex(sys.argv[2].replace(":", ""))
+	s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+	s.bind(("c0", 0))
+	cmac = s.getsockname()[4]
+	src, dst = socket.inet_aton("10.0.1.1"), socket.inet_aton("10.0.2.1")
+	for i in range(count):
+	    udp = struct.pack("!HHHH", 42000 + i % 8, 7000, 8 + 100, 0) + b"q" * 100
+	    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), i, 0, 64, 17, 0, src, dst)
+	    words = struct.unpack("!10H", ip)
+	    c = sum(words)
+	    c = (c & 0xFFFF) + (c >> 16)
+	    c = (c & 0xFFFF) + (c >> 16)
+	    ip = ip[:10] + struct.pack("!H", ~c & 0xFFFF) + ip[12:]
+	    s.send(rmac + cmac + b"\x08\x00" + ip + udp)
 	EOF
+	busywait 10000 eval "[ \$((\$(s0rx) - $r0)) -ge $1 ]" ||
+		echo "INFO: $(($(s0rx) - r0)) of $1 datagrams arrived"
+}
+
+# rx_mode backlog|napi: how r0 receives (see the top).
+rx_mode() {
+	if [ "$1" = napi ]; then
+		ip netns exec "$C" ethtool -K c0 tso off
+		ip netns exec "$R" ethtool -K r0 gro on
+	else
+		ip netns exec "$R" ethtool -K r0 gro off
+		ip netns exec "$C" ethtool -K c0 tso on
+	fi
 }
 
 for who in stock module; do
 	[ "$who" = module ] && fp_genl "$R" attach inet fp ft
-	# Offload the flows first, then count what the offloaded packets do.
-	flows_on_cpu0 8
-	read -r a0 a1 a2 a3 <<<"$(txq_packets)"
-	t0=$(fp_stat "$R" 't["packets"]')
-	flows_on_cpu0 8
-	read -r b0 b1 b2 b3 <<<"$(txq_packets)"
-	t1=$(fp_stat "$R" 't["packets"]')
-	q2=$((b2 - a2))
-	other=$((b0 - a0 + b1 - a1 + b3 - a3))
-	check "$who: offloaded flows leave on CPU 0's XPS queue ($q2 on tx-2, $other elsewhere)" \
-		test "$q2" -ge 150 -a "$other" -le 2
-	if [ "$who" = module ]; then
-		check "module: it took them ($((t1 - t0)))" test $((t1 - t0)) -ge 150
-	fi
+	for mode in backlog napi; do
+		rx_mode "$mode"
+		# Offload the flows first, then count what the offloaded packets do.
+		flows_on_cpu0 32
+		read -r a0 a1 a2 a3 <<<"$(txq_packets)"
+		t0=$(fp_stat "$R" 't["packets"]')
+		f0=$(fp_stat "$R" 't["fallback"]["qdisc"]')
+		pick_probe on
+		flows_on_cpu0 160
+		read -r b0 b1 b2 b3 <<<"$(txq_packets)"
+		t1=$(fp_stat "$R" 't["packets"]')
+		f1=$(fp_stat "$R" 't["fallback"]["qdisc"]')
+		read -r picks bad < <(sed -n 's/.*sender_cpu=\([0-9]*\).*/\1/p' "$TRACE/trace" |
+			awk -v n="$(nproc)" '{ c++ } $1 < 1 || $1 > n { b++ } END { print c + 0, b + 0 }')
+		pick_probe off
+		check "$who, $mode: every queue pick saw a CPU in sender_cpu ($bad of $picks did not)" \
+			test "$picks" -ge 150 -a "$bad" = 0
+		q2=$((b2 - a2))
+		other=$((b0 - a0 + b1 - a1 + b3 - a3))
+		check "$who, $mode: offloaded flows leave on CPU 0's XPS queue ($q2 on tx-2, $other elsewhere)" \
+			test "$q2" -ge 150 -a "$other" -le 2
+		if [ "$who" = module ]; then
+			check "module, $mode: it took them ($((t1 - t0)))" test $((t1 - t0)) -ge 150
+			# Under mq, the packets fall back to dev_queue_xmit() (qdisc),
+			# which picks the queue again: only the probe sees the module's
+			# pick (Documentation/datapath.rst, "Transmit queue").
+			echo "INFO: module, $mode: $((f1 - f0)) fell back to the qdisc path"
+		fi
+	done
 done
 
 fp_genl "$R" detach inet fp ft
