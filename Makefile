@@ -93,17 +93,16 @@ define run_depmod
 	else echo "DESTDIR set: depmod is for the package's postinst"; fi
 endef
 
-# The CMake build installs the tool, the man page and the completion and
-# lists what it installed in install_manifest.txt, which uninstall reads.
+# The CMake build installs the tool, the man page and the completion
+# (userspace/CMakeLists.txt); uninstall names the same three files.
 install-userspace: userspace
 	DESTDIR=$(DESTDIR) cmake --install $(BUILD)/userspace --prefix $(PREFIX)
-	for f in $(EXAMPLES); do install -D -m 0644 $$f $(DOCDIR)/examples/$$f; done
+	for f in $(EXAMPLES); do install -D -m 0644 $$f $(DOCDIR)/examples/$${f#packaging/}; done
 	install -m 0644 README.md $(DOCDIR)/README.md
 
 uninstall-userspace:
-	@test -f $(BUILD)/userspace/install_manifest.txt || \
-		{ echo "no $(BUILD)/userspace/install_manifest.txt: nothing installed from this tree" >&2; exit 1; }
-	xargs -d '\n' rm -f <$(BUILD)/userspace/install_manifest.txt
+	rm -f $(DESTDIR)$(PREFIX)/sbin/flowbulk $(DESTDIR)$(PREFIX)/share/man/man8/flowbulk.8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/flowbulk
 	rm -rf $(DOCDIR)
 	-rmdir -p --ignore-fail-on-non-empty $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
 		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/doc \
