@@ -12,9 +12,9 @@
 #     same files under /lib/modules/KVER, /var/lib/dkms and /usr/src as
 #     before, and no nf_flow_bulk in the modprobe database.
 # The guest's root is an overlay thrown away at shutdown, so nothing of
-# this reaches the host. The DKMS build compiles under TCG, over 9p: 22
+# this reaches the host. The DKMS build compiles under TCG, over 9p: 22-33
 # minutes on a loaded host, so tools/check runs it on its own.
-# nfb-timeout: 2700
+# nfb-timeout: 3300
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
