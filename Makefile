@@ -8,14 +8,39 @@
 #   make demo            the demo: VM, topology, traffic, side-by-side figures
 #   make bench           the full benchmark matrix
 #   make setup           install what the build, tests and demo need (apt-get)
+#   make install         module into /lib/modules/KVER/updates (depmod), tool,
+#                        man page, completion, examples under PREFIX; DESTDIR
+#   make uninstall       remove what make install put there
+#   make dkms            sources into /usr/src, dkms add + install for KVER
+#   make dkms-uninstall  dkms remove --all, sources out of /usr/src
 
-KVER ?= $(shell tools/kernels --default 2>/dev/null)
+# The running kernel when its headers are there (a router), else the
+# project's default kernel (this machine's guests).
+KVER ?= $(shell if [ -d /lib/modules/$$(uname -r)/build ]; then uname -r; \
+		else tools/kernels --default 2>/dev/null; fi)
 KDIR ?= /lib/modules/$(KVER)/build
 BUILD ?= $(CURDIR)/build
 KBUILD_OUT := $(BUILD)/kmod/$(KVER)
 JOBS ?= $(shell nproc)
 
+PREFIX ?= /usr/local
+DESTDIR ?=
+NAME := nf_flow_bulk
+VERSION := $(shell sed -n 's/^\#define NFB_VERSION "\(.*\)"/\1/p' module/main.c)
+MODDIR := $(DESTDIR)/lib/modules/$(KVER)/updates
+DOCDIR := $(DESTDIR)$(PREFIX)/share/doc/$(NAME)
+DKMS_SRC := $(DESTDIR)/usr/src/$(NAME)-$(VERSION)
+# What DKMS builds from: dkms.conf builds with the kernel's own make, so the
+# Kbuild files, the sources and the probe script are enough.
+DKMS_FILES := dkms.conf Kbuild module/Kbuild module/conftest.sh \
+	$(wildcard module/*.c module/*.h module/uapi/*.h)
+EXAMPLES := packaging/modprobe.d/nf_flow_bulk.conf \
+	packaging/sysctl.d/90-nf_flow_bulk.conf \
+	packaging/modules-load.d/nf_flow_bulk.conf
+
 .PHONY: all module bench-module modules-all userspace check check-debug demo bench setup clean help
+.PHONY: install uninstall install-module uninstall-module install-userspace uninstall-userspace
+.PHONY: dkms dkms-source dkms-uninstall
 
 all: module userspace
 
@@ -45,6 +70,65 @@ userspace:
 	cmake -S userspace -B $(BUILD)/userspace -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD)/userspace -j$(JOBS)
 
+# The module for KVER into /lib/modules/KVER/updates, where depmod ranks it
+# above the kernel's own tree; the tool, flowbulk(8), its bash completion and
+# the example configuration under PREFIX. With DESTDIR (a package's staging
+# tree) depmod runs on that tree, and only when it holds the kernel's
+# modules.order (depmod -b needs the kernel's module lists).
+install: install-module install-userspace
+
+install-module: module
+	install -D -m 0644 $(KBUILD_OUT)/module/$(NAME).ko $(MODDIR)/$(NAME).ko
+	$(call run_depmod)
+
+uninstall-module:
+	rm -f $(MODDIR)/$(NAME).ko
+	-rmdir -p --ignore-fail-on-non-empty $(MODDIR) 2>/dev/null
+	$(call run_depmod)
+
+define run_depmod
+	@if [ -z "$(DESTDIR)" ]; then depmod -a $(KVER); \
+	elif [ -f $(DESTDIR)/lib/modules/$(KVER)/modules.order ]; then \
+		depmod -b $(DESTDIR) -a $(KVER); \
+	else echo "DESTDIR set: depmod is for the package's postinst"; fi
+endef
+
+# The CMake build installs the tool, the man page and the completion
+# (userspace/CMakeLists.txt); uninstall names the same three files.
+install-userspace: userspace
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD)/userspace --prefix $(PREFIX)
+	for f in $(EXAMPLES); do install -D -m 0644 $$f $(DOCDIR)/examples/$${f#packaging/}; done
+	install -m 0644 README.md $(DOCDIR)/README.md
+
+uninstall-userspace:
+	rm -f $(DESTDIR)$(PREFIX)/sbin/flowbulk $(DESTDIR)$(PREFIX)/share/man/man8/flowbulk.8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/flowbulk
+	rm -rf $(DOCDIR)
+	-rmdir -p --ignore-fail-on-non-empty $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/doc \
+		$(DESTDIR)$(PREFIX)/sbin 2>/dev/null
+
+uninstall: uninstall-userspace uninstall-module
+
+# DKMS: the sources into /usr/src/nf_flow_bulk-VERSION, registered, built and
+# installed for KVER; from then on dkms rebuilds the module for every new
+# kernel (AUTOINSTALL in dkms.conf). With DESTDIR only the sources are
+# staged (a package's postinst runs dkms).
+dkms-source:
+	@test -n "$(VERSION)" || { echo "no NFB_VERSION in module/main.c" >&2; exit 1; }
+	for f in $(DKMS_FILES); do install -D -m 0644 $$f $(DKMS_SRC)/$$f; done
+	chmod 0755 $(DKMS_SRC)/module/conftest.sh
+
+dkms: dkms-source
+	@if [ -z "$(DESTDIR)" ]; then \
+		dkms status -m $(NAME) -v $(VERSION) | grep -q . || dkms add -m $(NAME) -v $(VERSION); \
+		dkms install -m $(NAME) -v $(VERSION) -k $(KVER); \
+	fi
+
+dkms-uninstall:
+	-dkms remove -m $(NAME) -v $(VERSION) --all
+	rm -rf $(DKMS_SRC)
+
 check:
 	tools/check
 
@@ -65,4 +149,4 @@ clean:
 	rm -rf $(BUILD)
 
 help:
-	@sed -n '3,11p' Makefile
+	@sed -n '3,16p' Makefile

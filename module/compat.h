@@ -8,12 +8,15 @@
 #define _NF_FLOW_BULK_COMPAT_H
 
 /*
- * The NFB_HAVE_* flags come from feature probes in module/Kbuild, which greps
- * the target kernel's headers (distribution kernels backport, so versions
- * would lie). The Kbuild also refuses kernels older than 6.1.
+ * The NFB_HAVE_* flags come from module/conftest.sh, which module/Kbuild runs
+ * first: one small compile test per feature against the target kernel's
+ * headers (distribution kernels backport, so versions would lie). It also
+ * refuses kernels older than 6.1.
  */
 
 #ifndef __ASSEMBLY__
+
+#include "nfb_config.h"
 
 #include <linux/kconfig.h>
 #include <linux/netdevice.h>
@@ -26,6 +29,24 @@
  */
 #ifdef NFB_HAVE_NET_GSO_H
 #include <net/gso.h>
+#endif
+
+/*
+ * 8f84780b84d6 ("netfilter: flowtable: allow unidirectional rules", 6.3,
+ * in 6.1.y stable too) added "force" to flow_offload_refresh(). Without
+ * it, the refresh already behaves as force == false.
+ */
+#ifndef NFB_HAVE_FLOW_OFFLOAD_REFRESH_FORCE
+#include <net/netfilter/nf_flow_table.h>
+
+static inline void __nfb_compat_flow_offload_refresh(struct nf_flowtable *ft,
+						     struct flow_offload *flow,
+						     bool force)
+{
+	flow_offload_refresh(ft, flow);
+}
+
+#define flow_offload_refresh __nfb_compat_flow_offload_refresh
 #endif
 
 #if !IS_ENABLED(CONFIG_NETFILTER_INGRESS)

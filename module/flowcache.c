@@ -49,8 +49,10 @@
 /*
  * The loops over the few words of the key and of the softirq counters run
  * for every packet, with a count known at build time; -O2 does not unroll
- * them, so they are written out, up to eight words, and the compiler drops
- * the words at and past @n.
+ * them, so they are written out, and the compiler drops the words at and
+ * past @n: eight for the softirq counters, twelve for the key (seven words
+ * on 6.1 and 6.12; eleven since ab427db17885 ("netfilter: flowtable: Add
+ * IPIP rx sw acceleration", 6.19) put the tunnel addresses in the key).
  */
 static __always_inline u64 nfb_sum_words(const u64 *w, unsigned int n)
 {
@@ -97,6 +99,14 @@ nfb_fold_words(const unsigned long *a, unsigned int n)
 		h ^= a[6];
 	if (n > 7)
 		h ^= a[7];
+	if (n > 8)
+		h ^= a[8];
+	if (n > 9)
+		h ^= a[9];
+	if (n > 10)
+		h ^= a[10];
+	if (n > 11)
+		h ^= a[11];
 	return h;
 }
 
@@ -122,6 +132,14 @@ nfb_diff_words(const unsigned long *a, const unsigned long *b, unsigned int n)
 		d |= a[6] ^ b[6];
 	if (n > 7)
 		d |= a[7] ^ b[7];
+	if (n > 8)
+		d |= a[8] ^ b[8];
+	if (n > 9)
+		d |= a[9] ^ b[9];
+	if (n > 10)
+		d |= a[10] ^ b[10];
+	if (n > 11)
+		d |= a[11] ^ b[11];
 	return d;
 }
 
@@ -194,7 +212,7 @@ struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
 
 	BUILD_BUG_ON(NFB_TUPLE_KEY_BYTES % sizeof(unsigned long) ||
 		     sizeof(*tuple) < NFB_TUPLE_KEY_BYTES ||
-		     NFB_FC_WORDS > 8);
+		     NFB_FC_WORDS > 12);
 
 	if (!in_serving_softirq())
 		return flow_offload_lookup(ft, tuple);

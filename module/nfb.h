@@ -190,7 +190,7 @@ static inline void nfb_tuple_init(struct flow_offload_tuple *tuple)
 	unsigned long *w = (unsigned long *)tuple;
 	const unsigned int n = NFB_TUPLE_KEY_BYTES / sizeof(unsigned long);
 
-	BUILD_BUG_ON(n > 8);
+	BUILD_BUG_ON(n > 12);
 	if (n > 0)
 		w[0] = 0;
 	if (n > 1)
@@ -207,6 +207,14 @@ static inline void nfb_tuple_init(struct flow_offload_tuple *tuple)
 		w[6] = 0;
 	if (n > 7)
 		w[7] = 0;
+	if (n > 8)
+		w[8] = 0;
+	if (n > 9)
+		w[9] = 0;
+	if (n > 10)
+		w[10] = 0;
+	if (n > 11)
+		w[11] = 0;
 }
 
 /* flowcache.c */

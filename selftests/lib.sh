@@ -58,8 +58,11 @@ busywait() {
 # host by tools/vm/mkmoddb into the guest's overlay /lib/modules.
 # NFB_KMOD_DIR overrides where the build for this kernel is (an experiment's
 # build tree, say); it holds module/nf_flow_bulk.ko and moddb/.
+# NFB_MODULE_INSTALLED=1: the module is installed already (DKMS or make
+# install, selftests/nfb_install_dkms.sh): load that one, copy nothing.
 nfb_install_module() {
 	local kver build
+	[ "${NFB_MODULE_INSTALLED:-}" != 1 ] || return 0
 	kver=$(uname -r)
 	build=${NFB_KMOD_DIR:-$NFB_REPO/build/kmod/$kver}
 	[ -f "$build/module/$NFB_MODULE.ko" ] ||
