@@ -4,6 +4,7 @@
 #   make module KVER=V   module for another installed kernel (or KDIR=path)
 #   make modules-all     module for every installed kernel (tools/kernels)
 #   make check           set-up, build, every test; ends with "N passed, N failed"
+#   make check-install   the DKMS install test in a VM (long: not in check)
 #   make check-debug     every selftest on the debug kernel (KASAN, lockdep, kmemleak)
 #   make demo            the demo: VM, topology, traffic, side-by-side figures
 #   make bench           the full benchmark matrix
@@ -38,7 +39,7 @@ EXAMPLES := packaging/modprobe.d/nf_flow_bulk.conf \
 	packaging/sysctl.d/90-nf_flow_bulk.conf \
 	packaging/modules-load.d/nf_flow_bulk.conf
 
-.PHONY: all module bench-module modules-all userspace check check-debug demo bench setup clean help
+.PHONY: all module bench-module modules-all userspace check check-install check-debug demo bench setup clean help
 .PHONY: install uninstall install-module uninstall-module install-userspace uninstall-userspace
 .PHONY: dkms dkms-source dkms-uninstall
 
@@ -131,6 +132,12 @@ dkms-uninstall:
 
 check:
 	tools/check
+
+# Not part of check: the DKMS install test compiles the module inside a TCG
+# guest (20-40 minutes), more than every other selftest together.
+check-install:
+	tools/setup
+	tools/vm/run --kernel 6.1 --timeout 3600 -- selftests/nfb_install_dkms.sh
 
 # Not part of check: builds the debug kernel the first time (about an hour).
 check-debug:
