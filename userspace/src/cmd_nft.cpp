@@ -126,10 +126,12 @@ std::string take_priority(Arguments& arguments) {
   std::string text = arguments.take("PRIORITY");
   while (!arguments.empty()) {
     const std::string& next = arguments.peek();
+    // The next option keyword (or a prefix of one) ends the priority.
+    static constexpr std::array<std::string_view, 4> kOptions = {"hook", "priority", "devices",
+                                                                 "counter"};
     const bool option =
-        std::any_of(std::begin({"hook", "priority", "devices", "counter"}),
-                    std::end({"hook", "priority", "devices", "counter"}),
-                    [&next](const char* keyword) { return abbreviates(next, keyword); });
+        std::any_of(kOptions.begin(), kOptions.end(),
+                    [&next](std::string_view keyword) { return abbreviates(next, keyword); });
     if (option) {
       break;
     }
@@ -313,9 +315,11 @@ std::string flowtable_create_command(const FlowtableSpec& spec, const std::strin
     std::string devices;
     for (const std::string& device : spec.devices) {
       if (device.find('"') != std::string::npos) {
-        throw UsageError(context + ": device name " + device + " cannot be quoted for nft");
+        throw UsageError(context + ": nft cannot quote the device name " + device);
       }
-      devices += (devices.empty() ? "\"" : ", \"") + device + "\"";
+      devices += devices.empty() ? "\"" : ", \"";
+      devices += device;
+      devices += '"';
     }
     return "create flowtable " + family_name(spec.ref.family) + " " + spec.ref.table + " " +
            spec.ref.flowtable + " { hook ingress priority " + priority + "; devices = { " +
