@@ -315,7 +315,10 @@ std::string flowtable_create_command(const FlowtableSpec& spec, const std::strin
     std::string devices;
     for (const std::string& device : spec.devices) {
       if (device.find('"') != std::string::npos) {
-        throw UsageError(context + ": nft cannot quote the device name " + device);
+        std::string message = context;
+        message += ": nft cannot quote the device name ";
+        message += device;
+        throw UsageError(message);
       }
       devices += devices.empty() ? "\"" : ", \"";
       devices += device;
