@@ -1,10 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# flowbulk programs nftables through libnftnl: the tables, flowtables and
-# offload rules it makes must be exactly what `nft -j list ruleset` reports,
-# its own listings must agree with nft's, and bad requests must fail with
-# their message and exit code while leaving the ruleset untouched.
+# flowbulk programs nftables through libnftables (and reads it with
+# libnftnl): the tables, flowtables and offload rules it makes must be
+# exactly what `nft -j list ruleset` reports, its own listings must agree
+# with nft's, and bad requests must fail with nft's message and their exit
+# code while leaving the ruleset untouched.
 #
 #   ns: veth0 <-> veth1 (just devices for the flowtable)
 set -eu
@@ -115,19 +116,23 @@ check "rules: meta l4proto tcp|udp counter flow add @ft" offload_rules_as_reques
 # Bad requests against the real kernel: each has its message and exit code,
 # and the ruleset is the same afterwards.
 before=$(nft_json)
-expect_failure 1 "cannot add table inet fw: it already exists: File exists" table add inet fw
-expect_failure 1 "table inet nope does not exist" \
+expect_failure 1 "cannot add table inet fw: Could not process rule: File exists" table add inet fw
+expect_failure 1 "cannot add flowtable inet nope ft: No such file or directory" \
 	flowtable add inet nope ft hook ingress devices veth0
-expect_failure 1 "it already exists" flowtable add inet fw ft hook ingress devices veth0
-expect_failure 1 "a device is already in another flowtable of table inet fw" \
+expect_failure 1 "cannot add flowtable inet fw ft: Could not process rule: File exists" \
+	flowtable add inet fw ft hook ingress devices veth0
+# veth0 is in ft: a device is in one flowtable of a table only.
+expect_failure 1 "cannot add flowtable inet fw ft2: Could not process rule: File exists" \
 	flowtable add inet fw ft2 hook ingress devices veth0
 expect_failure 2 "device \"nosuch0\" does not exist" \
 	flowtable add inet fw ft2 hook ingress devices nosuch0
 expect_failure 2 "is out of range" \
 	flowtable add inet fw ft2 hook ingress priority 2147483648 devices veth0
-expect_failure 1 "flowtable ip plain nope does not exist" offload add ip plain nope
-expect_failure 1 "a rule still uses it (flow add @ft)" flowtable delete inet fw ft
-expect_failure 1 "it does not exist" table delete ip6 nope
+expect_failure 1 "cannot add offload rule for flowtable ip plain nope in chain forward: " \
+	offload add ip plain nope
+expect_failure 1 "cannot delete flowtable inet fw ft: Could not process rule: Device or resource busy" \
+	flowtable delete inet fw ft
+expect_failure 1 "cannot delete table ip6 nope: Could not process rule: No such file or directory" table delete ip6 nope
 expect_failure 2 "unknown family \"netdev\"" table add netdev n
 after=$(nft_json)
 unchanged() { [ "$before" = "$after" ]; }

@@ -86,24 +86,13 @@ uint8_t parse_family(std::string_view word) {
 }
 
 void validate_name(std::string_view name, std::string_view what) {
-  if (name.empty()) {
-    throw UsageError(std::string(what) + " name is empty");
-  }
+  // The kernel's only rule for a name (NLA_STRING of at most
+  // NFT_NAME_MAXLEN - 1 bytes); everything else (what nft's syntax can
+  // write, keywords) is libnftables' business, so a table that exists can
+  // always be named here.
   if (name.size() > kMaxNameLength) {
     throw UsageError(std::string(what) + " name is longer than " + std::to_string(kMaxNameLength) +
-                     " characters");
-  }
-  auto is_letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
-  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
-  const char first = name.front();
-  bool valid = is_letter(first) || first == '_' || first == '.';
-  for (char c : name.substr(1)) {
-    valid = valid && (is_letter(c) || is_digit(c) || c == '/' || c == '-' || c == '_' || c == '.');
-  }
-  if (!valid) {
-    throw UsageError("invalid " + std::string(what) + " name \"" + std::string(name) +
-                     "\": use a letter, '_' or '.' first, then letters, digits, '/', '-', '_' "
-                     "or '.' (as nft identifiers)");
+                     " bytes");
   }
 }
 

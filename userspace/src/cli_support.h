@@ -70,7 +70,7 @@ bool abbreviates(std::string_view word, std::string_view keyword);
 bool is_plain_number(std::string_view word, bool negative_allowed, bool fraction_allowed);
 
 uint8_t parse_family(std::string_view word);
-// nft identifier rules, so that `nft list ruleset` output reloads.
+// The kernel's length limit; no other rule (the kernel has none).
 void validate_name(std::string_view name, std::string_view what);
 FlowtableRef parse_flowtable_ref(Arguments& arguments);
 

@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
-// table, flowtable, offload: nftables objects through libnftnl batches.
+// table, flowtable, offload: nftables objects. Every change goes through
+// libnftables, as nft commands, so that nft's own parser, evaluator and
+// messages apply (names, priority expressions such as `filter + 10`, "did
+// you mean"). Reading stays on libnftnl dumps (nft_client.h): one request per
+// object type, with the kernel's attributes that nft's listings leave out
+// (use counts, flag bits), and no ruleset cache to build.
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netlink.h>
@@ -8,7 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <climits>
+#include <charconv>
 #include <cstdlib>
 #include <ostream>
 #include <set>
@@ -31,37 +36,133 @@ std::string table_text(uint8_t family, const std::string& name) {
   return family_name(family) + " " + name;
 }
 
-// Turns the kernel's bare errno into what went wrong, asking the kernel what
-// exists only after a failure (so the success path stays one round trip).
-std::string diagnose_missing(NftClient& nft, const FlowtableRef& ref, bool flowtable_expected) {
-  try {
-    if (!nft.table_exists(ref.family, ref.table)) {
-      return "table " + table_text(ref.family, ref.table) + " does not exist";
-    }
-    if (flowtable_expected && !nft.flowtable_exists(ref)) {
-      return "flowtable " + ref.to_string() + " does not exist";
-    }
-  } catch (const Error&) {
-    // The diagnosis is a courtesy; report the original error instead.
-  }
-  return {};
+// nft JSON names an object by JSON strings: whatever bytes the kernel
+// allows in a name (spaces, '@', a leading digit) reach it as they are, and
+// nothing in a name can be read as nft syntax.
+Json nft_object(uint8_t family, const std::string& table) {
+  return Json{{"family", family_name(family)}, {"table", table}};
 }
 
-int32_t parse_priority(const std::string& word) {
-  if (word == "filter") {
-    return 0;  // nft's name for priority 0 of a flowtable
+// libnftables' message after ours. JSON commands have no source line, so
+// their "internal:0:0-0: " location is dropped; for nft syntax the command
+// and nft's carets under the culprit follow on the next lines.
+[[noreturn]] void fail_nft(const std::string& context, const std::string& errors) {
+  std::string text = errors;
+  for (const std::string noise : {"internal:0:0-0: ", "Error: "}) {
+    for (size_t at = text.find(noise); at != std::string::npos; at = text.find(noise, at)) {
+      text.erase(at, noise.size());
+    }
   }
-  char* end = nullptr;
-  errno = 0;
-  const long long value = std::strtoll(word.c_str(), &end, 10);
-  if (!is_plain_number(word, true, false) || end == word.c_str() || *end != '\0') {
-    throw UsageError("invalid priority \"" + word + "\": an integer (or \"filter\")");
+  while (!text.empty() && text.back() == '\n') {
+    text.pop_back();
   }
-  if (errno == ERANGE || value < INT32_MIN || value > INT32_MAX) {
-    throw UsageError("priority " + word + " is out of range (" + std::to_string(INT32_MIN) +
-                     " .. " + std::to_string(INT32_MAX) + ")");
+  throw Error(context + ": " + (text.empty() ? "libnftables failed without a message" : text));
+}
+
+// Runs nft commands (nft syntax, or an nft JSON document) through
+// libnftables as one transaction; returns what libnftables echoed.
+std::string run_nft(Invocation& invocation, const std::string& commands,
+                    const std::string& context) {
+  RulesetEngine::Result result = invocation.env.make_ruleset_engine()->run_commands(commands, true);
+  if (!result.ok) {
+    fail_nft(context, result.errors);
   }
-  return static_cast<int32_t>(value);
+  return result.output;
+}
+
+// {"nftables": [commands]} as text.
+std::string nft_document(const Json& commands, const std::string& context) {
+  try {
+    // strict: libnftables reads JSON as UTF-8 (jansson), so a name that is
+    // not cannot be written as nft JSON at all.
+    return Json{{"nftables", commands}}.dump(-1, ' ', false, Json::error_handler_t::strict);
+  } catch (const Json::type_error&) {
+    throw UsageError(context + ": a name is not valid UTF-8, which nft commands cannot carry");
+  }
+}
+
+std::string run_nft(Invocation& invocation, const Json& commands, const std::string& context) {
+  return run_nft(invocation, nft_document(commands, context), context);
+}
+
+// {VERB: {KIND: object}}
+Json nft_command(const char* verb, const char* kind, Json object) {
+  Json inner = Json::object();
+  inner[kind] = std::move(object);
+  Json command = Json::object();
+  command[verb] = std::move(inner);
+  return command;
+}
+
+// nft's syntax (1.0.6) has no quoting for table and flowtable names: a name
+// goes into it only when it is one nft token (its scanner's `string`), so
+// that nothing in it can end the name. Other names go as JSON.
+bool nft_syntax_name(std::string_view name) {
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (name.empty() || !(letter(name.front()) || name.front() == '_' || name.front() == '.')) {
+    return false;
+  }
+  return std::all_of(name.begin() + 1, name.end(), [&](char c) {
+    return letter(c) || digit(c) || c == '/' || c == '-' || c == '_' || c == '.';
+  });
+}
+
+// The priority when it is a plain number (what nft's JSON takes).
+std::optional<int32_t> priority_number(const std::string& text) {
+  int32_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || stop != end) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// The words after `priority` up to the next flowtable option: nft's
+// priority, as nft takes it (`filter`, `filter + 10`, `-5`). libnftables
+// parses and evaluates it; here it is only kept from leaving its clause.
+std::string take_priority(Arguments& arguments) {
+  std::string text = arguments.take("PRIORITY");
+  while (!arguments.empty()) {
+    const std::string& next = arguments.peek();
+    // The next option keyword (or a prefix of one) ends the priority.
+    static constexpr std::array<std::string_view, 4> kOptions = {"hook", "priority", "devices",
+                                                                 "counter"};
+    const bool option =
+        std::any_of(kOptions.begin(), kOptions.end(),
+                    [&next](std::string_view keyword) { return abbreviates(next, keyword); });
+    if (option) {
+      break;
+    }
+    text += " " + arguments.take("PRIORITY");
+  }
+  const bool harmless = std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '+' || c == '-' || c == ' ';
+  });
+  if (!harmless) {
+    throw UsageError("invalid priority \"" + text +
+                     "\": a number, or a priority name with an offset as nft writes it "
+                     "(filter, filter + 10)");
+  }
+  // nft 1.0.6 silently wraps a number beyond 32 bits (2147483648 becomes
+  // -2147483648): such a number is refused here instead.
+  if (!priority_number(text)) {
+    for (size_t at = 0; at < text.size();) {
+      const size_t digits = text.find_first_of("0123456789", at);
+      if (digits == std::string::npos) {
+        break;
+      }
+      size_t end = text.find_first_not_of("0123456789", digits);
+      end = end == std::string::npos ? text.size() : end;
+      if (!priority_number(text.substr(digits, end - digits))) {
+        throw UsageError("priority " + text + " is out of range (-2147483648 .. 2147483647)");
+      }
+      at = end;
+    }
+  }
+  return text;
 }
 
 std::vector<std::string> parse_devices(const std::string& list, Environment& env) {
@@ -122,14 +223,13 @@ void table_add(Invocation& invocation, Arguments& arguments) {
   const std::string name = arguments.take("NAME");
   validate_name(name, "table");
   arguments.expect_end();
-  try {
-    open_nft(invocation).add_table(family, name);
-  } catch (const KernelError& error) {
-    fail_with_context(error, "cannot add table " + table_text(family, name),
-                      error.sys_errno() == EEXIST ? "it already exists" : "");
-  } catch (const Error& error) {
-    fail_with_context(error, "cannot add table " + table_text(family, name));
-  }
+  // create, not add: an existing table is an error here, so a typo cannot
+  // silently reuse someone else's table.
+  Json table = Json::object();
+  table["family"] = family_name(family);
+  table["name"] = name;
+  run_nft(invocation, Json::array({nft_command("create", "table", table)}),
+          "cannot add table " + table_text(family, name));
   emit_done(invocation);
 }
 
@@ -138,13 +238,13 @@ void table_delete(Invocation& invocation, Arguments& arguments) {
   const std::string name = arguments.take("NAME");
   validate_name(name, "table");
   arguments.expect_end();
+  const std::string context = "cannot delete table " + table_text(family, name);
+  // The table's flowtables are noted before the delete, so that their
+  // attachments can be dropped after it: the module would otherwise keep
+  // hooks for flowtables that no longer exist.
+  std::vector<FlowtableRef> attached;
   try {
-    NftClient nft = open_nft(invocation);
-    // The table's flowtables are noted before the delete, so that their
-    // attachments can be dropped after it: the module would otherwise keep
-    // hooks for flowtables that no longer exist.
-    std::vector<FlowtableRef> attached;
-    for (const auto& flowtable : nft.list_flowtables(family)) {
+    for (const auto& flowtable : open_nft(invocation).list_flowtables(family)) {
       if (name == text_or_empty(nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_TABLE))) {
         attached.push_back(FlowtableRef{.family = family,
                                         .table = name,
@@ -152,15 +252,15 @@ void table_delete(Invocation& invocation, Arguments& arguments) {
                                             flowtable.get(), NFTNL_FLOWTABLE_NAME))});
       }
     }
-    nft.delete_table(family, name);
-    for (const FlowtableRef& ref : attached) {
-      detach_quietly(invocation, ref);
-    }
-  } catch (const KernelError& error) {
-    fail_with_context(error, "cannot delete table " + table_text(family, name),
-                      error.sys_errno() == ENOENT ? "it does not exist" : "");
   } catch (const Error& error) {
-    fail_with_context(error, "cannot delete table " + table_text(family, name));
+    fail_with_context(error, context);
+  }
+  Json table = Json::object();
+  table["family"] = family_name(family);
+  table["name"] = name;
+  run_nft(invocation, Json::array({nft_command("delete", "table", table)}), context);
+  for (const FlowtableRef& ref : attached) {
+    detach_quietly(invocation, ref);
   }
   emit_done(invocation);
 }
@@ -205,11 +305,55 @@ void table_list(Invocation& invocation, Arguments& arguments) {
 
 // ---- flowtable ------------------------------------------------------------
 
+// The command that creates the flowtable (exclusively: an existing one is
+// an error). nft 1.0.6 has no one form for everything: its syntax takes
+// priority expressions and `counter` but only names that are nft tokens;
+// its JSON takes any name but only a number as priority, and drops flags.
+std::string flowtable_create_command(const FlowtableSpec& spec, const std::string& priority,
+                                     const std::string& context) {
+  if (nft_syntax_name(spec.ref.table) && nft_syntax_name(spec.ref.flowtable)) {
+    std::string devices;
+    for (const std::string& device : spec.devices) {
+      if (device.find('"') != std::string::npos) {
+        std::string message = context;
+        message += ": nft cannot quote the device name ";
+        message += device;
+        throw UsageError(message);
+      }
+      devices += devices.empty() ? "\"" : ", \"";
+      devices += device;
+      devices += '"';
+    }
+    return "create flowtable " + family_name(spec.ref.family) + " " + spec.ref.table + " " +
+           spec.ref.flowtable + " { hook ingress priority " + priority + "; devices = { " +
+           devices + " }; " + (spec.counter ? "counter; " : "") + "}";
+  }
+  const std::optional<int32_t> number = priority_number(priority);
+  if (!number || spec.counter) {
+    throw UsageError(context +
+                     ": nft can write this table or flowtable name only as JSON, which takes "
+                     "neither a priority expression nor counter for a flowtable; give the "
+                     "priority as a number (filter is 0) and leave out counter");
+  }
+  Json flowtable = nft_object(spec.ref.family, spec.ref.table);
+  flowtable["name"] = spec.ref.flowtable;
+  flowtable["hook"] = "ingress";
+  flowtable["prio"] = *number;
+  flowtable["dev"] = spec.devices;
+  return nft_document(Json::array({nft_command("create", "flowtable", flowtable)}), context);
+}
+
+Json flowtable_delete_commands(const FlowtableRef& ref) {
+  Json flowtable = nft_object(ref.family, ref.table);
+  flowtable["name"] = ref.flowtable;
+  return Json::array({nft_command("delete", "flowtable", flowtable)});
+}
+
 void flowtable_add(Invocation& invocation, Arguments& arguments) {
   FlowtableSpec spec;
   spec.ref = parse_flowtable_ref(arguments);
   std::optional<std::string> hook;
-  std::optional<int32_t> priority;
+  std::optional<std::string> priority;
   std::optional<std::vector<std::string>> devices;
   bool counter = false;
   while (!arguments.empty()) {
@@ -227,7 +371,7 @@ void flowtable_add(Invocation& invocation, Arguments& arguments) {
                            {"ingress", "early_ingress"}, "hook", "flowtable");
     } else if (keyword == "priority") {
       once(priority.has_value());
-      priority = parse_priority(arguments.take("PRIORITY"));
+      priority = take_priority(arguments);
     } else if (keyword == "devices") {
       once(devices.has_value());
       devices = parse_devices(arguments.take("DEV[,DEV...]"), invocation.env);
@@ -245,11 +389,11 @@ void flowtable_add(Invocation& invocation, Arguments& arguments) {
     throw UsageError("missing \"devices DEV[,DEV...]\"; try \"flowbulk flowtable help\"");
   }
   const bool early = *hook == "early_ingress";
-  spec.priority = priority.value_or(0);
   spec.devices = std::move(*devices);
   spec.counter = counter;
 
   const std::string context = "cannot add flowtable " + spec.ref.to_string();
+  const std::string command = flowtable_create_command(spec, priority.value_or("0"), context);
   std::optional<NfbClient> module;
   if (early) {
     // Before creating anything: without the module, early_ingress cannot be
@@ -262,30 +406,17 @@ void flowtable_add(Invocation& invocation, Arguments& arguments) {
       fail_with_context(error, context + " with hook early_ingress");
     }
   }
-  NftClient nft = open_nft(invocation);
-  try {
-    nft.add_flowtable(spec);
-  } catch (const KernelError& error) {
-    std::string hint;
-    if (error.sys_errno() == ENOENT) {
-      hint = diagnose_missing(nft, spec.ref, false);
-    } else if (error.sys_errno() == EEXIST) {
-      hint = nft.flowtable_exists(spec.ref) ? "it already exists"
-                                            : "a device is already in another flowtable of table " +
-                                                  table_text(spec.ref.family, spec.ref.table);
-    }
-    fail_with_context(error, context, hint);
-  } catch (const Error& error) {
-    fail_with_context(error, context);
-  }
+  run_nft(invocation, command, context);
   if (early) {
     try {
       module->attach(spec.ref);
     } catch (const Error& error) {
-      // Undo the flowtable so the command has no effect at all.
-      try {
-        nft.delete_flowtable(spec.ref);
-      } catch (const Error&) {
+      // Undo the flowtable so the command has no effect at all. By name:
+      // libnftables 1.0.6 echoes no flowtable handle, and the name is ours
+      // since the create was exclusive.
+      RulesetEngine::Result undone = invocation.env.make_ruleset_engine()->run_commands(
+          nft_document(flowtable_delete_commands(spec.ref), context), true);
+      if (!undone.ok) {
         fail_with_context(error, context +
                                      " with hook early_ingress: attach failed and the "
                                      "flowtable created at ingress could not be removed");
@@ -301,20 +432,7 @@ void flowtable_add(Invocation& invocation, Arguments& arguments) {
 void flowtable_delete(Invocation& invocation, Arguments& arguments) {
   const FlowtableRef ref = parse_flowtable_ref(arguments);
   arguments.expect_end();
-  NftClient nft = open_nft(invocation);
-  try {
-    nft.delete_flowtable(ref);
-  } catch (const KernelError& error) {
-    std::string hint;
-    if (error.sys_errno() == ENOENT) {
-      hint = diagnose_missing(nft, ref, true);
-    } else if (error.sys_errno() == EBUSY) {
-      hint = "a rule still uses it (flow add @" + ref.flowtable + ")";
-    }
-    fail_with_context(error, "cannot delete flowtable " + ref.to_string(), hint);
-  } catch (const Error& error) {
-    fail_with_context(error, "cannot delete flowtable " + ref.to_string());
-  }
+  run_nft(invocation, flowtable_delete_commands(ref), "cannot delete flowtable " + ref.to_string());
   detach_quietly(invocation, ref);
   emit_done(invocation);
 }
@@ -498,42 +616,211 @@ OffloadSpec parse_offload_spec(Arguments& arguments, bool adding) {
   return spec;
 }
 
+// `meta l4proto P [counter] flow add @FLOWTABLE` as an nft JSON rule.
+Json offload_rule_command(const OffloadSpec& spec, uint8_t protocol) {
+  Json rule = nft_object(spec.flowtable.family, spec.flowtable.table);
+  rule["chain"] = spec.chain;
+  if (spec.handle != 0) {
+    rule["handle"] = spec.handle;  // the position of an insert: before it
+  }
+  Json l4proto = Json::object();
+  l4proto["key"] = "l4proto";
+  Json meta = Json::object();
+  meta["meta"] = l4proto;
+  Json match = Json::object();
+  match["op"] = "==";
+  match["left"] = meta;
+  match["right"] = protocol_name(protocol);
+  Json expressions = Json::array();
+  expressions.push_back(Json{{"match", match}});
+  if (spec.counter) {
+    expressions.push_back(Json{{"counter", nullptr}});
+  }
+  Json flow = Json::object();
+  flow["op"] = "add";
+  flow["flowtable"] = "@" + spec.flowtable.flowtable;
+  expressions.push_back(Json{{"flow", flow}});
+  rule["expr"] = expressions;
+  const bool append =
+      spec.position == RulePosition::kBottom || spec.position == RulePosition::kAfter;
+  return nft_command(append ? "add" : "insert", "rule", rule);
+}
+
+// The handles libnftables echoed for the rules of `commands`, in order.
+std::vector<uint64_t> echoed_rule_handles(const std::string& echoed) {
+  std::vector<uint64_t> handles;
+  const nlohmann::json echo = nlohmann::json::parse(echoed, nullptr, false);
+  if (echo.is_discarded() || !echo.contains("nftables") || !echo["nftables"].is_array()) {
+    return handles;
+  }
+  for (const auto& command : echo["nftables"]) {
+    for (const char* verb : {"add", "insert"}) {
+      if (command.contains(verb) && command[verb].contains("rule")) {
+        const auto& rule = command[verb]["rule"];
+        if (rule.contains("handle") && rule["handle"].is_number_unsigned()) {
+          handles.push_back(rule["handle"].get<uint64_t>());
+        }
+      }
+    }
+  }
+  return handles;
+}
+
+// Never touches an existing chain: it is created (exclusively, with no
+// policy: the kernel's default accept) only when it does not exist. Rules
+// already there for the flowtable and protocol are kept, not added again.
+OffloadResult add_offload(Invocation& invocation, NftClient& nft, const OffloadSpec& asked,
+                          const std::string& context, bool may_retry) {
+  const FlowtableRef& ref = asked.flowtable;
+  OffloadSpec spec = asked;
+  std::vector<uint8_t> wanted;
+  if (spec.protocol != OffloadProtocol::kUdp) {
+    wanted.push_back(IPPROTO_TCP);
+  }
+  if (spec.protocol != OffloadProtocol::kTcp) {
+    wanted.push_back(IPPROTO_UDP);
+  }
+
+  OffloadResult result;
+  std::optional<ChainInfo> chain;
+  std::vector<uint8_t> missing;
+  try {
+    chain = nft.find_chain(ref.family, ref.table, spec.chain);
+    if (chain && (!chain->base || chain->hooknum != NF_INET_FORWARD)) {
+      throw Error("chain " + spec.chain + " exists and is not a base chain at hook forward",
+                  EEXIST);
+    }
+    if (!chain &&
+        (spec.position == RulePosition::kAfter || spec.position == RulePosition::kBefore)) {
+      throw Error("chain " + spec.chain + " does not exist, so it has no rule with handle " +
+                      std::to_string(spec.handle),
+                  ENOENT);
+    }
+    if (chain && spec.position == RulePosition::kAfter) {
+      // nft 1.0.6's JSON takes a position only for insert (an add ignores
+      // its "handle"): "after H" becomes "before the rule after H", or the
+      // bottom when H is the last rule.
+      const std::vector<uint64_t> handles = nft.rule_handles(ref.family, ref.table, spec.chain);
+      const auto at = std::find(handles.begin(), handles.end(), spec.handle);
+      if (at == handles.end()) {
+        throw Error(
+            "chain " + spec.chain + " has no rule with handle " + std::to_string(spec.handle),
+            ENOENT);
+      }
+      if (at + 1 == handles.end()) {
+        spec.position = RulePosition::kBottom;
+        spec.handle = 0;
+      } else {
+        spec.position = RulePosition::kBefore;
+        spec.handle = *(at + 1);
+      }
+    }
+    if (chain) {
+      const auto existing = nft.list_offload_rules(ref.family, ref.table, spec.chain);
+      for (uint8_t protocol : wanted) {
+        auto same = std::find_if(existing.begin(), existing.end(), [&](const OffloadRule& rule) {
+          return rule.flowtable == ref.flowtable && rule.protocol == protocol;
+        });
+        if (same != existing.end()) {
+          result.present.push_back(*same);
+        } else {
+          missing.push_back(protocol);
+        }
+      }
+    } else {
+      missing = wanted;
+    }
+  } catch (const Error& error) {
+    fail_with_context(error, context);
+  }
+  if (missing.empty()) {
+    return result;  // nothing to change, and nothing sent
+  }
+
+  Json commands = Json::array();
+  if (!chain) {
+    Json created = nft_object(ref.family, ref.table);
+    created["name"] = spec.chain;
+    created["type"] = "filter";
+    created["hook"] = "forward";
+    created["prio"] = 0;  // priority filter
+    // create and no policy: if someone created the chain since we looked,
+    // the kernel says EEXIST instead of updating their chain.
+    commands.push_back(nft_command("create", "chain", created));
+    result.chain_created = true;
+  }
+  // Rules placed at one spot one after the other: insertions at the top or
+  // after a handle go in reverse order, so the chain reads tcp, udp.
+  const bool reverse = spec.position == RulePosition::kTop || spec.position == RulePosition::kAfter;
+  if (reverse) {
+    std::reverse(missing.begin(), missing.end());
+  }
+  for (uint8_t protocol : missing) {
+    commands.push_back(offload_rule_command(spec, protocol));
+  }
+  RulesetEngine::Result applied =
+      invocation.env.make_ruleset_engine()->run_commands(nft_document(commands, context), true);
+  if (!applied.ok) {
+    if (may_retry && !chain) {
+      // The chain appeared between our look and our exclusive create: look
+      // again (now it exists and is left as it is).
+      std::optional<ChainInfo> now;
+      try {
+        now = nft.find_chain(ref.family, ref.table, spec.chain);
+      } catch (const Error&) {
+        // Report libnftables' error below.
+      }
+      if (now) {
+        return add_offload(invocation, nft, asked, context, false);
+      }
+    }
+    fail_nft(context, applied.errors);
+  }
+
+  const std::vector<uint64_t> handles = echoed_rule_handles(applied.output);
+  if (handles.size() == missing.size()) {
+    for (size_t i = 0; i < missing.size(); ++i) {
+      result.added.push_back(OffloadRule{.family = ref.family,
+                                         .table = ref.table,
+                                         .chain = spec.chain,
+                                         .handle = handles[i],
+                                         .flowtable = ref.flowtable,
+                                         .protocol = missing[i],
+                                         .counter = spec.counter});
+    }
+    if (reverse) {
+      std::reverse(result.added.begin(), result.added.end());  // chain order
+    }
+    return result;
+  }
+  // No echo to read the handles from: the offload rules that were not there.
+  try {
+    for (OffloadRule& rule : nft.list_offload_rules(ref.family, ref.table, spec.chain)) {
+      const bool old =
+          std::any_of(result.present.begin(), result.present.end(),
+                      [&](const OffloadRule& kept) { return kept.handle == rule.handle; });
+      const bool ours = rule.flowtable == ref.flowtable &&
+                        std::find(missing.begin(), missing.end(), rule.protocol) != missing.end();
+      if (!old && ours) {
+        result.added.push_back(std::move(rule));
+      }
+    }
+  } catch (const Error&) {
+    // Applied; only the handles are unknown.
+  }
+  return result;
+}
+
 void offload_add(Invocation& invocation, Arguments& arguments) {
   const OffloadSpec spec = parse_offload_spec(arguments, true);
   NftClient nft = open_nft(invocation);
-  const std::string context = "cannot add offload rule for flowtable " +
-                              spec.flowtable.to_string() + " in chain " + spec.chain;
-  OffloadResult result;
-  try {
-    try {
-      result = nft.add_offload(spec);
-    } catch (const KernelError& error) {
-      // The chain appeared between our look and our exclusive create: look
-      // again (now it exists and is left as it is).
-      if (error.sys_errno() != EEXIST) {
-        throw;
-      }
-      result = nft.add_offload(spec);
-    }
-  } catch (const KernelError& error) {
-    std::string hint;
-    if (error.sys_errno() == ENOENT) {
-      hint = diagnose_missing(nft, spec.flowtable, true);
-      if (hint.empty() && spec.handle != 0) {
-        hint = "chain " + spec.chain + " has no rule with handle " + std::to_string(spec.handle);
-      }
-    } else if (error.sys_errno() == EEXIST || error.sys_errno() == EBUSY ||
-               error.sys_errno() == EOPNOTSUPP) {
-      hint = "chain " + spec.chain + " exists with another type, hook or priority";
-    }
-    fail_with_context(error, context, hint);
-  } catch (const Error& error) {
-    std::string hint;
-    if (error.sys_errno() == ENOENT && spec.handle == 0) {
-      hint = diagnose_missing(nft, spec.flowtable, true);
-    }
-    fail_with_context(error, context, hint);
+  std::string context = "cannot add offload rule for flowtable " + spec.flowtable.to_string() +
+                        " in chain " + spec.chain;
+  if (spec.handle != 0) {
+    context += std::string(spec.position == RulePosition::kAfter ? " after" : " before") +
+               " rule handle " + std::to_string(spec.handle);
   }
+  const OffloadResult result = add_offload(invocation, nft, spec, context, true);
   const bool changed = !result.added.empty() || result.chain_created;
   if (invocation.options.json) {
     Json added = Json::array();
@@ -600,9 +887,9 @@ void offload_delete(Invocation& invocation, Arguments& arguments) {
   const OffloadSpec spec = parse_offload_spec(arguments, false);
   const FlowtableRef& ref = spec.flowtable;
   const std::string context = "cannot delete offload rules of flowtable " + ref.to_string();
-  NftClient nft = open_nft(invocation);
   std::vector<OffloadRule> victims;
   try {
+    NftClient nft = open_nft(invocation);
     for (OffloadRule& rule : nft.list_offload_rules(ref.family, ref.table, spec.chain)) {
       const bool protocol_matches =
           spec.protocol == OffloadProtocol::kAll ||
@@ -611,15 +898,23 @@ void offload_delete(Invocation& invocation, Arguments& arguments) {
         victims.push_back(std::move(rule));
       }
     }
-    if (victims.empty()) {
-      std::string hint = diagnose_missing(nft, ref, false);
-      throw Error(hint.empty() ? "chain " + spec.chain + " has no offload rule for it" : hint,
-                  ENOENT);
-    }
-    nft.delete_rules(victims);
   } catch (const Error& error) {
     fail_with_context(error, context);
   }
+  if (victims.empty()) {
+    throw Error(context + ": chain " + table_text(ref.family, ref.table) + " " + spec.chain +
+                    " has no offload rule for it",
+                ENOENT);
+  }
+  // By handle, in one transaction: exactly the rules listed above.
+  Json commands = Json::array();
+  for (const OffloadRule& rule : victims) {
+    Json target = nft_object(rule.family, rule.table);
+    target["chain"] = rule.chain;
+    target["handle"] = rule.handle;
+    commands.push_back(nft_command("delete", "rule", target));
+  }
+  run_nft(invocation, commands, context);
   if (invocation.options.json) {
     Json list = Json::array();
     for (const OffloadRule& rule : victims) {
@@ -640,10 +935,11 @@ const char* table_usage() {
 
 const char* flowtable_usage() {
   return "Usage: flowbulk flowtable add FAMILY TABLE NAME hook { ingress | early_ingress }\n"
-         "                              [ priority N ] devices DEV[,DEV...] [ counter ]\n"
+         "                              [ priority PRIORITY ] devices DEV[,DEV...] [ counter ]\n"
          "       flowbulk flowtable delete FAMILY TABLE NAME\n"
          "       flowbulk flowtable list [ FAMILY [ TABLE ] ]\n"
          "FAMILY := { ip | ip6 | inet }\n"
+         "PRIORITY := nft's flowtable priority: N, filter, filter + N, filter - N\n"
          "hook early_ingress creates the flowtable at ingress and attaches nf_flow_bulk to it.\n";
 }
 

@@ -20,8 +20,10 @@ class RulesetEngine {
     std::string errors;  // nft's error text, with locations
   };
   virtual ~RulesetEngine() = default;
-  // nft commands from a string. `json`: JSON output with handles and
-  // without set elements (`nft -j -t`), and JSON commands accepted.
+  // nft commands from a string, applied as one transaction. `json`: JSON
+  // output with handles and without set elements (`nft -j -t`), JSON
+  // commands accepted, and what they create echoed with its handle
+  // (`nft -e`).
   virtual Result run_commands(const std::string& commands, bool json) = 0;
   // `nft -f` of a ruleset held in memory; error locations name
   // `display_name` with the line and column in `ruleset`.

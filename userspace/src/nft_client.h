@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,7 +15,6 @@ namespace flowbulk {
 
 struct FlowtableSpec {
   FlowtableRef ref;
-  int32_t priority = 0;
   std::vector<std::string> devices;
   bool counter = false;
 };
@@ -74,40 +74,34 @@ inline std::string text_or_empty(const char* text) {
   return text == nullptr ? std::string() : std::string(text);
 }
 
-// nftables objects through libnftnl messages sent in nfnetlink batches, so
-// each command is one transaction: it applies entirely or not at all, as
-// with nft.
+// Reads nftables objects with libnftnl dumps. Changes go through
+// libnftables instead (cmd_nft.cpp), so that nft's parser, evaluator and
+// error messages apply; reading stays here because a dump is one request
+// per object type and carries what nft's listings leave out (use counts,
+// flag bits, the expressions of a rule as the kernel holds them).
 class NftClient {
  public:
   explicit NftClient(std::unique_ptr<Transport> transport);
 
-  void add_table(uint8_t family, const std::string& name);
-  void delete_table(uint8_t family, const std::string& name);
   // family nullopt: every family.
   std::vector<NftnlTablePtr> list_tables(std::optional<uint8_t> family);
-
-  void add_flowtable(const FlowtableSpec& spec);
-  void delete_flowtable(const FlowtableRef& ref);
   std::vector<NftnlFlowtablePtr> list_flowtables(std::optional<uint8_t> family);
-
-  // Never touches an existing chain: it is created (exclusively, with no
-  // policy: the kernel's default accept) only when it does not exist. Rules
-  // already there for the flowtable and protocol are kept, not added again.
-  OffloadResult add_offload(const OffloadSpec& spec);
   // The offload rules of a family (every family: nullopt), optionally of one
   // table and chain.
   std::vector<OffloadRule> list_offload_rules(std::optional<uint8_t> family,
                                               const std::string& table = {},
                                               const std::string& chain = {});
-  // Deletes rules by handle, in one transaction.
-  void delete_rules(const std::vector<OffloadRule>& rules);
   std::optional<ChainInfo> find_chain(uint8_t family, const std::string& table,
                                       const std::string& name);
-
-  bool table_exists(uint8_t family, const std::string& name);
-  bool flowtable_exists(const FlowtableRef& ref);
+  // The handles of every rule of a chain, in chain order.
+  std::vector<uint64_t> rule_handles(uint8_t family, const std::string& table,
+                                     const std::string& chain);
 
  private:
+  // A GETRULE dump of one table (and chain, when not empty).
+  void dump_rules(std::optional<uint8_t> family, const std::string& table, const std::string& chain,
+                  const std::function<void(const nftnl_rule&)>& each);
+
   NetlinkChannel channel_;
 };
 

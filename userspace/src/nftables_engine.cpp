@@ -46,8 +46,10 @@ class LibnftablesEngine final : public RulesetEngine {
   Result run_commands(const std::string& commands, bool json) override {
     NftContextPtr context = make_context();
     if (json) {
-      nft_ctx_output_set_flags(context.get(),
-                               NFT_CTX_OUTPUT_JSON | NFT_CTX_OUTPUT_HANDLE | NFT_CTX_OUTPUT_TERSE);
+      // ECHO: for JSON commands, the output is the commands with the handles
+      // the kernel gave the objects they created.
+      nft_ctx_output_set_flags(context.get(), NFT_CTX_OUTPUT_JSON | NFT_CTX_OUTPUT_HANDLE |
+                                                  NFT_CTX_OUTPUT_TERSE | NFT_CTX_OUTPUT_ECHO);
     }
     return collect(context.get(), nft_run_cmd_from_buffer(context.get(), commands.c_str()));
   }

@@ -7,12 +7,15 @@
 #include <gtest/gtest.h>
 #include <linux/netlink.h>
 
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "cli.h"
 #include "fake_kernel.h"
 #include "fake_nft_kernel.h"
+#include "fake_nft_socket.h"
+#include "nftables_engine.h"
 #include "replay_transport.h"
 
 namespace flowbulk::testing {
@@ -64,6 +67,9 @@ class CliTest : public ::testing::Test {
              .device_exists = [this](const std::string& name) { return devices_.contains(name); },
              .module_loaded = [this] { return module_loaded_; },
              .make_ruleset_engine = [this]() -> std::unique_ptr<RulesetEngine> {
+               if (nft_socket_) {
+                 return make_libnftables_engine();
+               }
                return std::make_unique<FakeEngine>(engine_);
              },
              .sleep =
@@ -84,9 +90,13 @@ class CliTest : public ::testing::Test {
   }
 
   ReplayTransport& genl() { return transports_.transport(NETLINK_GENERIC); }
-  // nf_tables answered by the semantic fake instead of a script.
+  // nf_tables answered by the semantic fake instead of a script, for the
+  // tool's own dumps and for the real libnftables it changes objects with.
   FakeNftKernel& nft_kernel() {
     transports_.serve(NETLINK_NETFILTER, nft_kernel_);
+    if (!nft_socket_) {
+      nft_socket_.emplace(nft_kernel_);
+    }
     return nft_kernel_;
   }
   ReplayTransport& nft() { return transports_.transport(NETLINK_NETFILTER); }
@@ -98,6 +108,7 @@ class CliTest : public ::testing::Test {
 
   ReplayTransportFactory transports_;
   FakeNftKernel nft_kernel_;
+  std::optional<FakeNftSocketScope> nft_socket_;
   std::ostringstream out_;
   std::ostringstream err_;
   std::istringstream in_;

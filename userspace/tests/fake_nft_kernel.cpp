@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "fake_nft_kernel.h"
 
+#include <arpa/inet.h>
 #include <libmnl/libmnl.h>
 #include <libnftnl/common.h>
 #include <linux/netfilter.h>
@@ -71,9 +72,105 @@ std::vector<std::string> flowtables_used(const Datagram& message) {
   return names;
 }
 
+uint16_t table_filter_attribute(uint16_t type) {
+  switch (type) {
+    case NFT_MSG_GETCHAIN:
+      return NFTA_CHAIN_TABLE;
+    case NFT_MSG_GETFLOWTABLE:
+      return NFTA_FLOWTABLE_TABLE;
+    case NFT_MSG_GETRULE:
+      return NFTA_RULE_TABLE;
+    default:
+      return 0;
+  }
+}
+
+// The table a dump request is limited to (the kernel honours
+// NFTA_*_TABLE in a dump), or empty.
+std::string table_filter(const nlmsghdr& request) {
+  const uint16_t wanted = table_filter_attribute(request.nlmsg_type & 0xff);
+  std::string table;
+  if (wanted == 0) {
+    return table;
+  }
+  struct Search {
+    uint16_t wanted;
+    std::string* table;
+  } search{wanted, &table};
+  mnl_attr_parse(
+      &request, sizeof(nfgenmsg),
+      [](const nlattr* attribute, void* data) {
+        auto* wanted = static_cast<Search*>(data);
+        if (mnl_attr_get_type(attribute) == wanted->wanted) {
+          *wanted->table = mnl_attr_get_str(attribute);
+        }
+        return MNL_CB_OK;
+      },
+      &search);
+  return table;
+}
+
+Datagram table_message(const FakeNftKernel::Table& table, const nlmsghdr& request) {
+  Reply reply(NFT_MSG_NEWTABLE, table.family, request);
+  NftnlTablePtr object(nftnl_table_alloc());
+  nftnl_table_set_str(object.get(), NFTNL_TABLE_NAME, table.name.c_str());
+  nftnl_table_set_u64(object.get(), NFTNL_TABLE_HANDLE, table.handle);
+  nftnl_table_set_u32(object.get(), NFTNL_TABLE_FLAGS, 0);
+  nftnl_table_nlmsg_build_payload(reply.header(), object.get());
+  return reply.datagram();
+}
+
+Datagram chain_message(const FakeNftKernel::Chain& chain, const nlmsghdr& request) {
+  Reply reply(NFT_MSG_NEWCHAIN, chain.family, request);
+  NftnlChainPtr object(nftnl_chain_alloc());
+  nftnl_chain_set_str(object.get(), NFTNL_CHAIN_TABLE, chain.table.c_str());
+  nftnl_chain_set_str(object.get(), NFTNL_CHAIN_NAME, chain.name.c_str());
+  nftnl_chain_set_u64(object.get(), NFTNL_CHAIN_HANDLE, chain.handle);
+  if (chain.base) {
+    nftnl_chain_set_str(object.get(), NFTNL_CHAIN_TYPE, chain.type.c_str());
+    nftnl_chain_set_u32(object.get(), NFTNL_CHAIN_HOOKNUM, chain.hooknum);
+    nftnl_chain_set_s32(object.get(), NFTNL_CHAIN_PRIO, chain.priority);
+    nftnl_chain_set_u32(object.get(), NFTNL_CHAIN_POLICY, chain.policy);
+  }
+  nftnl_chain_nlmsg_build_payload(reply.header(), object.get());
+  return reply.datagram();
+}
+
+Datagram rule_message(const FakeNftKernel::Rule& rule, const nlmsghdr& request) {
+  Reply reply(NFT_MSG_NEWRULE, rule.family, request);
+  NftnlRulePtr object = parse_rule(rule.message);
+  nftnl_rule_set_u64(object.get(), NFTNL_RULE_HANDLE, rule.handle);
+  nftnl_rule_unset(object.get(), NFTNL_RULE_POSITION);
+  nftnl_rule_nlmsg_build_payload(reply.header(), object.get());
+  return reply.datagram();
+}
+
+Datagram flowtable_message(const FakeNftKernel::Flowtable& flowtable, const nlmsghdr& request) {
+  Reply reply(NFT_MSG_NEWFLOWTABLE, flowtable.family, request);
+  NftnlFlowtablePtr object(nftnl_flowtable_alloc());
+  nftnl_flowtable_set_str(object.get(), NFTNL_FLOWTABLE_TABLE, flowtable.table.c_str());
+  nftnl_flowtable_set_str(object.get(), NFTNL_FLOWTABLE_NAME, flowtable.name.c_str());
+  nftnl_flowtable_set_u64(object.get(), NFTNL_FLOWTABLE_HANDLE, flowtable.handle);
+  nftnl_flowtable_set_u32(object.get(), NFTNL_FLOWTABLE_HOOKNUM, NF_NETDEV_INGRESS);
+  nftnl_flowtable_set_s32(object.get(), NFTNL_FLOWTABLE_PRIO, flowtable.priority);
+  nftnl_flowtable_set_u32(object.get(), NFTNL_FLOWTABLE_FLAGS, flowtable.flags);
+  std::vector<const char*> devices;
+  for (const std::string& device : flowtable.devices) {
+    devices.push_back(device.c_str());
+  }
+  devices.push_back(nullptr);
+  nftnl_flowtable_set_array(object.get(), NFTNL_FLOWTABLE_DEVICES, devices.data());
+  nftnl_flowtable_nlmsg_build_payload(reply.header(), object.get());
+  return reply.datagram();
+}
+
 class Transaction {
  public:
   explicit Transaction(FakeNftKernel::State& state) : s_(state) {}
+
+  // NLM_F_ECHO: what the kernel sends back to the writer at commit, each
+  // object with the handle it got (libnftables' `-e`).
+  std::vector<Datagram>& echoes() { return echoes_; }
 
   int apply(const nlmsghdr& message) {
     const uint8_t family = family_of(message);
@@ -88,6 +185,9 @@ class Transaction {
         }
         s_.tables.push_back(
             {.family = family, .name = name, .handle = s_.next_table_handle++, .next_handle = 1});
+        if ((flags & NLM_F_ECHO) != 0) {
+          echoes_.push_back(table_message(s_.tables.back(), message));
+        }
         return 0;
       }
       case NFT_MSG_DELTABLE: {
@@ -133,7 +233,8 @@ class Transaction {
                                          .name = name,
                                          .handle = owner->next_handle++,
                                          .priority = 0,
-                                         .devices = {}};
+                                         .devices = {},
+                                         .flags = 0};
         if (nftnl_flowtable_is_set(parsed.get(), NFTNL_FLOWTABLE_PRIO)) {
           created.priority = nftnl_flowtable_get_s32(parsed.get(), NFTNL_FLOWTABLE_PRIO);
         }
@@ -144,7 +245,13 @@ class Transaction {
             created.devices.emplace_back(devices[i]);
           }
         }
+        if (nftnl_flowtable_is_set(parsed.get(), NFTNL_FLOWTABLE_FLAGS)) {
+          created.flags = nftnl_flowtable_get_u32(parsed.get(), NFTNL_FLOWTABLE_FLAGS);
+        }
         s_.flowtables.push_back(std::move(created));
+        if ((flags & NLM_F_ECHO) != 0) {
+          echoes_.push_back(flowtable_message(s_.flowtables.back(), message));
+        }
         return 0;
       }
       case NFT_MSG_DELFLOWTABLE: {
@@ -262,6 +369,9 @@ class Transaction {
       }
     }
     s_.chains.push_back(std::move(created));
+    if ((flags & NLM_F_ECHO) != 0) {
+      echoes_.push_back(chain_message(s_.chains.back(), message));
+    }
     return 0;
   }
 
@@ -304,11 +414,14 @@ class Transaction {
     } else {
       where = std::find_if(s_.rules.begin(), s_.rules.end(), in_chain);
     }
-    s_.rules.insert(where, FakeNftKernel::Rule{.family = family,
-                                               .table = table_name,
-                                               .chain = chain_name,
-                                               .handle = owner->next_handle++,
-                                               .message = std::move(bytes)});
+    const auto inserted = s_.rules.insert(where, FakeNftKernel::Rule{.family = family,
+                                                                     .table = table_name,
+                                                                     .chain = chain_name,
+                                                                     .handle = owner->next_handle++,
+                                                                     .message = std::move(bytes)});
+    if ((flags & NLM_F_ECHO) != 0) {
+      echoes_.push_back(rule_message(*inserted, message));
+    }
     return 0;
   }
 
@@ -334,6 +447,7 @@ class Transaction {
   }
 
   FakeNftKernel::State& s_;
+  std::vector<Datagram> echoes_;
 };
 
 }  // namespace
@@ -352,6 +466,12 @@ void FakeNftKernel::send(std::span<const uint8_t> datagram) {
   for (const nlmsghdr* message : messages) {
     if ((message->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP) {
       pending_.push_back(answer_dump(*message));
+    } else if ((message->nlmsg_type & 0xff) == NFT_MSG_GETGEN) {
+      // The ruleset generation libnftables reads around its cache dumps.
+      Reply reply(NFT_MSG_NEWGEN, NFPROTO_UNSPEC, *message);
+      reply.header()->nlmsg_flags = 0;
+      mnl_attr_put_u32(reply.header(), NFTA_GEN_ID, htonl(0));
+      pending_.push_back(reply.datagram());
     } else {
       pending_.push_back(error_reply(*message, EOPNOTSUPP));
     }
@@ -375,6 +495,10 @@ std::vector<Datagram> FakeNftKernel::answer_batch(std::span<const uint8_t> datag
     replies.push_back(error_reply(*messages.front(), EINVAL));
     return replies;
   }
+  if (refuse_writes_ != 0 && messages.size() > 2) {
+    replies.push_back(error_reply(*messages[1], refuse_writes_));
+    return replies;
+  }
   State next = state_;  // the transaction: committed only if all succeed
   Transaction transaction(next);
   bool failed = false;
@@ -390,89 +514,55 @@ std::vector<Datagram> FakeNftKernel::answer_batch(std::span<const uint8_t> datag
   }
   if (!failed) {
     state_ = std::move(next);
+    replies.insert(replies.begin(), transaction.echoes().begin(), transaction.echoes().end());
   }
   return replies;
 }
 
 Datagram FakeNftKernel::answer_dump(const nlmsghdr& request) {
   const uint8_t wanted = family_of(request);
+  const std::string table = table_filter(request);
+  auto selected = [&](const auto& object) {
+    return family_matches(wanted, object.family) && (table.empty() || object.table == table);
+  };
   std::vector<Datagram> parts;
   switch (request.nlmsg_type & 0xff) {
     case NFT_MSG_GETTABLE:
-      for (const Table& table : state_.tables) {
-        if (!family_matches(wanted, table.family)) {
-          continue;
+      for (const Table& object : state_.tables) {
+        if (family_matches(wanted, object.family)) {
+          parts.push_back(table_message(object, request));
         }
-        Reply reply(NFT_MSG_NEWTABLE, table.family, request);
-        NftnlTablePtr object(nftnl_table_alloc());
-        nftnl_table_set_str(object.get(), NFTNL_TABLE_NAME, table.name.c_str());
-        nftnl_table_set_u64(object.get(), NFTNL_TABLE_HANDLE, table.handle);
-        nftnl_table_set_u32(object.get(), NFTNL_TABLE_FLAGS, 0);
-        nftnl_table_nlmsg_build_payload(reply.header(), object.get());
-        parts.push_back(reply.datagram());
       }
       break;
     case NFT_MSG_GETCHAIN:
       for (const Chain& chain : state_.chains) {
-        if (!family_matches(wanted, chain.family)) {
-          continue;
+        if (selected(chain)) {
+          parts.push_back(chain_message(chain, request));
         }
-        Reply reply(NFT_MSG_NEWCHAIN, chain.family, request);
-        NftnlChainPtr object(nftnl_chain_alloc());
-        nftnl_chain_set_str(object.get(), NFTNL_CHAIN_TABLE, chain.table.c_str());
-        nftnl_chain_set_str(object.get(), NFTNL_CHAIN_NAME, chain.name.c_str());
-        nftnl_chain_set_u64(object.get(), NFTNL_CHAIN_HANDLE, chain.handle);
-        if (chain.base) {
-          nftnl_chain_set_str(object.get(), NFTNL_CHAIN_TYPE, chain.type.c_str());
-          nftnl_chain_set_u32(object.get(), NFTNL_CHAIN_HOOKNUM, chain.hooknum);
-          nftnl_chain_set_s32(object.get(), NFTNL_CHAIN_PRIO, chain.priority);
-          nftnl_chain_set_u32(object.get(), NFTNL_CHAIN_POLICY, chain.policy);
-        }
-        nftnl_chain_nlmsg_build_payload(reply.header(), object.get());
-        parts.push_back(reply.datagram());
       }
       break;
     case NFT_MSG_GETRULE: {
       NftnlRulePtr filter(nftnl_rule_alloc());
       nftnl_rule_nlmsg_parse(&request, filter.get());
-      const std::string table = str_or_empty(nftnl_rule_get_str(filter.get(), NFTNL_RULE_TABLE));
       const std::string chain = str_or_empty(nftnl_rule_get_str(filter.get(), NFTNL_RULE_CHAIN));
       for (const Rule& rule : state_.rules) {
-        if (!family_matches(wanted, rule.family) || (!table.empty() && rule.table != table) ||
-            (!chain.empty() && rule.chain != chain)) {
-          continue;
+        if (selected(rule) && (chain.empty() || rule.chain == chain)) {
+          parts.push_back(rule_message(rule, request));
         }
-        Reply reply(NFT_MSG_NEWRULE, rule.family, request);
-        NftnlRulePtr object = parse_rule(rule.message);
-        nftnl_rule_set_u64(object.get(), NFTNL_RULE_HANDLE, rule.handle);
-        nftnl_rule_unset(object.get(), NFTNL_RULE_POSITION);
-        nftnl_rule_nlmsg_build_payload(reply.header(), object.get());
-        parts.push_back(reply.datagram());
       }
       break;
     }
     case NFT_MSG_GETFLOWTABLE:
       for (const Flowtable& flowtable : state_.flowtables) {
-        if (!family_matches(wanted, flowtable.family)) {
-          continue;
+        if (selected(flowtable)) {
+          parts.push_back(flowtable_message(flowtable, request));
         }
-        Reply reply(NFT_MSG_NEWFLOWTABLE, flowtable.family, request);
-        NftnlFlowtablePtr object(nftnl_flowtable_alloc());
-        nftnl_flowtable_set_str(object.get(), NFTNL_FLOWTABLE_TABLE, flowtable.table.c_str());
-        nftnl_flowtable_set_str(object.get(), NFTNL_FLOWTABLE_NAME, flowtable.name.c_str());
-        nftnl_flowtable_set_u64(object.get(), NFTNL_FLOWTABLE_HANDLE, flowtable.handle);
-        nftnl_flowtable_set_u32(object.get(), NFTNL_FLOWTABLE_HOOKNUM, NF_NETDEV_INGRESS);
-        nftnl_flowtable_set_s32(object.get(), NFTNL_FLOWTABLE_PRIO, flowtable.priority);
-        std::vector<const char*> devices;
-        for (const std::string& device : flowtable.devices) {
-          devices.push_back(device.c_str());
-        }
-        devices.push_back(nullptr);
-        nftnl_flowtable_set_array(object.get(), NFTNL_FLOWTABLE_DEVICES, devices.data());
-        nftnl_flowtable_nlmsg_build_payload(reply.header(), object.get());
-        parts.push_back(reply.datagram());
       }
       break;
+    case NFT_MSG_GETSET:
+    case NFT_MSG_GETOBJ:
+    case NFT_MSG_GETSETELEM:
+      break;  // this fake keeps none: an empty dump, as from a kernel without any
     default:
       return error_reply(request, EOPNOTSUPP);
   }
@@ -514,7 +604,8 @@ void FakeNftKernel::add_flowtable(uint8_t family, const std::string& table,
                                    .name = name,
                                    .handle = owner.next_handle++,
                                    .priority = 0,
-                                   .devices = {"eth0"}});
+                                   .devices = {"eth0"},
+                                   .flags = 0});
       return;
     }
   }

@@ -45,6 +45,7 @@ class FakeNftKernel final : public Transport {
     uint64_t handle = 0;
     int32_t priority = 0;
     std::vector<std::string> devices;
+    uint32_t flags = 0;  // NFT_FLOWTABLE_*
   };
   struct Rule {
     uint8_t family = 0;
@@ -64,6 +65,8 @@ class FakeNftKernel final : public Transport {
   void send(std::span<const uint8_t> datagram) override;
   Datagram receive() override;
   uint32_t port_id() const override { return 4243; }
+  // Whether receive() has something to hand out.
+  bool has_replies() const { return !pending_.empty(); }
 
   // Seeding, as another writer (nft) would have done it.
   void add_table(uint8_t family, const std::string& name);
@@ -83,6 +86,8 @@ class FakeNftKernel final : public Transport {
                                  const std::string& chain) const;
   // Batches (begin..end) received, to count write transactions.
   size_t batches() const { return batches_; }
+  // From now on every batch fails with `error` (EPERM: not root).
+  void refuse_writes(int error) { refuse_writes_ = error; }
 
  private:
   Datagram answer_dump(const nlmsghdr& request);
@@ -91,6 +96,7 @@ class FakeNftKernel final : public Transport {
   State state_;
   std::vector<Datagram> pending_;
   size_t batches_ = 0;
+  int refuse_writes_ = 0;
 };
 
 }  // namespace flowbulk::testing

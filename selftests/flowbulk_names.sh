@@ -1,0 +1,132 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Names and priorities are nft's, not flowbulk's: a table that nft created
+# with a name nft's syntax cannot even write (JSON: "my table.v2") or with
+# one it can ("my-table.v2") is listed, deleted and attached by flowbulk;
+# `priority filter + 10` is evaluated by libnftables to 10, as nft does, and
+# a priority name a flowtable does not have is refused with nft's message.
+#
+#   ns: veth0 <-> veth1 (devices for the flowtables)
+set -eu
+# shellcheck source=selftests/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+nfb_require_tool ip nft jq modprobe
+
+FLOWBULK=$NFB_REPO/build/userspace/flowbulk
+[ -x "$FLOWBULK" ] || { log_fail "$FLOWBULK missing (make userspace)"; exit "$ksft_fail"; }
+
+errors=$(mktemp)
+cleanup() {
+	cleanup_all_ns
+	rm -f "$errors"
+	if nfb_module_loaded; then nfb_unload_module; fi
+}
+trap cleanup EXIT
+
+nfb_load_module
+
+setup_ns ns
+ip -n "$ns" link add veth0 type veth peer name veth1
+ip -n "$ns" link set veth0 up
+ip -n "$ns" link set veth1 up
+
+fb() { ip netns exec "$ns" "$FLOWBULK" "$@"; }
+nft_ns() { ip netns exec "$ns" nft "$@"; }
+# nft JSON commands on stdin.
+nft_json_cmd() { ip netns exec "$ns" nft -j -f -; }
+
+# expect_failure CODE MESSAGE ARGS...: flowbulk ARGS exits with CODE and
+# says MESSAGE on stderr.
+expect_failure() {
+	local code=$1 message=$2 rc=0
+	shift 2
+	fb "$@" 2>"$errors" >/dev/null || rc=$?
+	if [ "$rc" = "$code" ] && grep -qF -- "$message" "$errors"; then
+		log_pass "flowbulk $* -> exit $code, \"$message\""
+	else
+		log_fail "flowbulk $* -> exit $rc, stderr: $(cat "$errors") (wanted exit $code, \"$message\")"
+		ret=1
+	fi
+}
+
+tables() { nft_ns -j list tables | jq -c '[.nftables[] | select(.table) | .table.name] | sort'; }
+
+# ---- tables nft made, with names flowbulk used to refuse --------------------
+
+nft_ns add table inet "my-table.v2"
+echo '{"nftables": [{"add": {"table": {"family": "inet", "name": "my table.v2"}}},
+	{"add": {"flowtable": {"family": "inet", "table": "my table.v2", "name": "ft 1",
+	  "hook": "ingress", "prio": 5, "dev": ["veth0"]}}}]}' | nft_json_cmd
+
+listed() {
+	fb -j table list inet |
+		jq -e '[.tables[].name] | index("my-table.v2") != null and
+			index("my table.v2") != null' >/dev/null
+}
+check "table list shows \"my-table.v2\" and \"my table.v2\"" listed
+
+attached() {
+	fb attach inet "my table.v2" "ft 1" &&
+		fb -j attach list | jq -e '[.attachments[] |
+			select(.table == "my table.v2" and .flowtable == "ft 1")] |
+			length == 1' >/dev/null
+}
+check "attach inet \"my table.v2\" \"ft 1\" (made by nft -j)" attached
+
+offloaded() {
+	fb offload add inet "my table.v2" "ft 1" &&
+		nft_ns -j list chain inet "my table.v2" forward 2>/dev/null |
+		jq -e '[.nftables[] | select(.rule) | .rule.expr[-1].flow.flowtable] ==
+			["@ft 1", "@ft 1"]' >/dev/null
+}
+check "offload add into table \"my table.v2\" flowtable \"ft 1\"" offloaded
+
+deleted() {
+	fb table delete inet "my table.v2" &&
+		fb table delete inet "my-table.v2" &&
+		[ "$(tables)" = "[]" ] &&
+		[ "$(fb -j attach list | jq '.attachments | length')" = 0 ]
+}
+check "table delete of both tables nft made; the attachment goes with them" deleted
+
+# ---- priorities as nft takes them -------------------------------------------
+
+fb table add inet fw
+fb flowtable add inet fw ft hook ingress priority filter + 10 devices veth0 counter
+
+prio_is() {
+	local name=$1 want=$2
+	nft_ns -j list flowtables | jq -e --arg name "$name" --argjson want "$want" \
+		'[.nftables[] | select(.flowtable) | .flowtable |
+		  select(.table == "fw" and .name == $name)] |
+		length == 1 and .[0].prio == $want' >/dev/null
+}
+check "flowtable add ... priority filter + 10: nft -j list flowtables says prio 10" \
+	prio_is ft 10
+counter_kept() { nft_ns list flowtable inet fw ft | grep -qw counter; }
+check "the flowtable has the counter flag" counter_kept
+
+fb flowtable add inet fw named hook ingress priority filter devices veth1
+check "priority filter: prio 0" prio_is named 0
+
+fb flowtable delete inet fw ft
+fb flowtable add inet fw ft hook ingress priority filter - 5 devices veth0
+check "priority filter - 5: prio -5" prio_is ft -5
+
+before=$(nft_ns -j list ruleset)
+expect_failure 1 "invalid priority expression" \
+	flowtable add inet fw ft2 hook ingress priority dstnat devices veth1
+expect_failure 2 "invalid priority" \
+	flowtable add inet fw ft2 hook ingress priority "0; flush ruleset" devices veth1
+expect_failure 1 "No such file or directory; did you mean table" \
+	flowtable add inet wf ft2 hook ingress priority filter devices veth1
+after=$(nft_ns -j list ruleset)
+unchanged() { [ "$before" = "$after" ]; }
+check "refused priorities changed nothing" unchanged
+
+fb table delete inet fw
+check "everything removed" [ "$(tables)" = "[]" ]
+
+exit "$ret"

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0
+// Names and priorities as nft takes them: the tool hands them to libnftables
+// (the real one, talking to the semantic fake nf_tables) instead of judging
+// them itself, so any name the kernel allows works and nft's priority
+// expressions are evaluated by nft.
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <nf_flow_bulk.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "cli_fixture.h"
+#include "error.h"
+
+namespace flowbulk::testing {
+namespace {
+
+using Json = nlohmann::json;
+
+class NamesTest : public CliTest {
+ protected:
+  NamesTest() { nft_kernel(); }
+  std::vector<int32_t> priorities() {
+    std::vector<int32_t> result;
+    for (const auto& flowtable : nft_kernel().state().flowtables) {
+      result.push_back(flowtable.priority);
+    }
+    return result;
+  }
+};
+
+// Names the kernel and nft's JSON take, which the tool used to refuse (all
+// but my-table.v2, which nft's syntax can write too).
+std::vector<std::string> unusual_names() {
+  return {"my table", "1st", "a:b@c", "my-table.v2", "caf\xc3\xa9", "x\"y"};
+}
+
+TEST_F(NamesTest, TablesWithAnyNameTheKernelTakesAreAddedListedAndDeleted) {
+  for (const std::string& name : unusual_names()) {
+    ASSERT_EQ(run({"table", "add", "inet", name}), kExitOk) << name << ": " << err();
+    ASSERT_EQ(run({"-j", "table", "list", "inet"}), kExitOk) << err();
+    const Json listed = Json::parse(out());
+    ASSERT_EQ(listed["tables"].size(), 1U) << out();
+    EXPECT_EQ(listed["tables"][0]["name"], name);
+    ASSERT_EQ(run({"table", "delete", "inet", name}), kExitOk) << name << ": " << err();
+    EXPECT_TRUE(nft_kernel().state().tables.empty()) << name;
+  }
+}
+
+TEST_F(NamesTest, ATableSomeoneElseCreatedCanBeDeleted) {
+  nft_kernel().add_table(NFPROTO_INET, "their table");
+  EXPECT_EQ(run({"table", "delete", "inet", "their table"}), kExitOk) << err();
+  EXPECT_TRUE(nft_kernel().state().tables.empty());
+}
+
+TEST_F(NamesTest, AFlowtableInATableWithAnUnusualNameIsAttached) {
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(ack_all());
+  EXPECT_EQ(run({"attach", "inet", "my table", "ft 2"}), kExitOk) << err();
+  EXPECT_EQ(genl().sent().size(), 2U);
+}
+
+TEST_F(NamesTest, OnlyTheKernelsLengthLimitIsChecked) {
+  EXPECT_EQ(run({"table", "add", "inet", std::string(256, 'a')}), kExitUsage);
+  EXPECT_EQ(nft_kernel().batches(), 0U);
+  EXPECT_EQ(run({"table", "add", "inet", std::string(255, 'a')}), kExitOk) << err();
+}
+
+TEST_F(NamesTest, ANameThatIsNotUtf8CannotBeWrittenAsNftCommands) {
+  EXPECT_EQ(run({"table", "delete", "inet", "bad\xff"}), kExitUsage);
+  EXPECT_NE(err().find("not valid UTF-8"), std::string::npos) << err();
+}
+
+TEST_F(NamesTest, FlowtablePriorityExpressionsAreEvaluatedByNft) {
+  nft_kernel().add_table(NFPROTO_INET, "fw");
+  const std::vector<std::pair<std::vector<std::string>, int32_t>> cases = {
+      {{"filter", "+", "10"}, 10},
+      {{"filter"}, 0},
+      {{"filter", "-", "5"}, -5},
+      {{"-5"}, -5},
+      {{"42"}, 42},
+  };
+  for (const auto& [words, expected] : cases) {
+    std::vector<std::string> command = {"flowtable", "add",  "inet",    "fw",
+                                        "ft",        "hook", "ingress", "priority"};
+    command.insert(command.end(), words.begin(), words.end());
+    command.insert(command.end(), {"devices", "eth0"});
+    ASSERT_EQ(run(command), kExitOk) << ::testing::PrintToString(words) << ": " << err();
+    EXPECT_EQ(priorities(), std::vector<int32_t>{expected}) << ::testing::PrintToString(words);
+    ASSERT_EQ(run({"flowtable", "delete", "inet", "fw", "ft"}), kExitOk) << err();
+  }
+}
+
+TEST_F(NamesTest, PriorityAfterTheDevicesAndWithCounter) {
+  nft_kernel().add_table(NFPROTO_INET, "fw");
+  ASSERT_EQ(run({"flowtable", "add", "inet", "fw", "ft", "hook", "ingress", "devices", "eth0",
+                 "priority", "filter", "+", "10", "counter"}),
+            kExitOk)
+      << err();
+  EXPECT_EQ(priorities(), std::vector<int32_t>{10});
+  EXPECT_EQ(nft_kernel().state().flowtables[0].flags, static_cast<uint32_t>(NFT_FLOWTABLE_COUNTER));
+}
+
+TEST_F(NamesTest, PrioritiesNftRejectsAreNftsMessage) {
+  nft_kernel().add_table(NFPROTO_INET, "fw");
+  // dstnat is a chain priority; a flowtable knows only filter.
+  for (const std::vector<std::string>& words :
+       std::vector<std::vector<std::string>>{{"dstnat"}, {"foo", "+", "1"}}) {
+    std::vector<std::string> command = {"flowtable", "add",  "inet",    "fw",
+                                        "ft",        "hook", "ingress", "priority"};
+    command.insert(command.end(), words.begin(), words.end());
+    command.insert(command.end(), {"devices", "eth0"});
+    EXPECT_EQ(run(command), kExitFailure) << ::testing::PrintToString(words);
+    EXPECT_NE(err().find("cannot add flowtable inet fw ft: invalid priority expression"),
+              std::string::npos)
+        << err();
+  }
+  EXPECT_TRUE(nft_kernel().state().flowtables.empty());
+}
+
+TEST_F(NamesTest, APriorityCannotEndItsClause) {
+  nft_kernel().add_table(NFPROTO_INET, "fw");
+  EXPECT_EQ(run({"flowtable", "add", "inet", "fw", "ft", "hook", "ingress", "priority",
+                 "0; }; delete table inet fw; add table inet x {", "devices", "eth0"}),
+            kExitUsage);
+  EXPECT_EQ(nft_kernel().batches(), 0U);
+  EXPECT_EQ(nft_kernel().state().tables.size(), 1U);
+}
+
+TEST_F(NamesTest, AFlowtableInATableNftSyntaxCannotNameTakesANumericPriority) {
+  nft_kernel().add_table(NFPROTO_INET, "my table");
+  ASSERT_EQ(run({"flowtable", "add", "inet", "my table", "ft", "hook", "ingress", "priority", "10",
+                 "devices", "eth0,eth1"}),
+            kExitOk)
+      << err();
+  EXPECT_EQ(priorities(), std::vector<int32_t>{10});
+  std::vector<std::string> devices = nft_kernel().state().flowtables[0].devices;
+  std::sort(devices.begin(), devices.end());
+  EXPECT_EQ(devices, (std::vector<std::string>{"eth0", "eth1"}));
+  ASSERT_EQ(run({"flowtable", "delete", "inet", "my table", "ft"}), kExitOk) << err();
+  // nft 1.0.6's JSON has no priority expressions and no flowtable flags.
+  EXPECT_EQ(run({"flowtable", "add", "inet", "my table", "ft", "hook", "ingress", "priority",
+                 "filter", "+", "10", "devices", "eth0"}),
+            kExitUsage);
+  EXPECT_NE(err().find("give the priority as a number"), std::string::npos) << err();
+  EXPECT_TRUE(nft_kernel().state().flowtables.empty());
+}
+
+TEST_F(NamesTest, OffloadIntoATableAndChainWithUnusualNames) {
+  nft_kernel().add_table(NFPROTO_INET, "my table");
+  nft_kernel().add_flowtable(NFPROTO_INET, "my table", "ft");
+  ASSERT_EQ(run({"offload", "add", "inet", "my table", "ft", "chain", "fwd 1"}), kExitOk) << err();
+  EXPECT_EQ(nft_kernel().rules(NFPROTO_INET, "my table", "fwd 1").size(), 2U);
+  ASSERT_EQ(run({"offload", "delete", "inet", "my table", "ft", "chain", "fwd 1"}), kExitOk)
+      << err();
+  EXPECT_TRUE(nft_kernel().rules(NFPROTO_INET, "my table", "fwd 1").empty());
+}
+
+}  // namespace
+}  // namespace flowbulk::testing
