@@ -203,9 +203,9 @@ def stats(nl):
                     c["fallback"] = counters(v, FALLBACK)
                 elif st == 7:
                     c["drop"] = counters(v, DROP)
-                elif st == 10:
+                elif st == 9:
                     c["taken_encap"] = counters(v, ENCAP)
-                elif st == 11:
+                elif st == 10:
                     c["taken_xmit"] = counters(v, XMIT)
             cpus.append(c)
     groups = ("hist", "decline", "fallback", "drop", "taken_encap",
