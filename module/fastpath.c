@@ -12,12 +12,28 @@
  * nf_flow_offload_ipv6_hook() of net/netfilter/nf_flow_table_ip.c (same in
  * 6.1 and 6.12): header pulls, fragments / options / L4 protocol / TTL,
  * lookup, MTU, TCP flags, dst check; only then is the packet modified.
+ *
+ * Encapsulation, as the stock hook of 6.1 and 6.12 handles it: one tag in
+ * skb->vlan_tci (the core moves the outer 802.1Q or 802.1ad tag there
+ * before the ingress hooks run), then at most one more layer in the
+ * packet, an 802.1Q tag or a PPPoE session header. All of it goes into the
+ * tuple's encap[] for the lookup (nf_flow_tuple_encap()) and is popped
+ * after the checks (nf_flow_encap_pop()). Transmit encapsulation is not
+ * pushed here: on these kernels the route of a flow leaving through a VLAN
+ * or PPP device points at that device (FLOW_OFFLOAD_XMIT_NEIGH), which
+ * pushes it, and a FLOW_OFFLOAD_XMIT_DIRECT flow (bridge) sends the cached
+ * Ethernet header on its cached output device, as nf_flow_queue_xmit()
+ * does.
  */
+#include <linux/etherdevice.h>
 #include <linux/hash.h>
+#include <linux/if_pppox.h>
+#include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/kallsyms.h>
 #include <linux/module.h>
+#include <linux/ppp_defs.h>
 #include <linux/tcp.h>
 #include <linux/udp.h>
 #include <net/dsfield.h>
@@ -114,6 +130,169 @@ static struct nf_flowtable *nfb_next_flowtable(const struct nfb_hook *h,
 	return NULL;
 }
 
+/* What precedes the IP header of a received packet. */
+struct nfb_rx {
+	__be16	proto;		/* ETH_P_IP or ETH_P_IPV6 */
+	u8	offset;		/* in-packet encapsulation bytes */
+	u8	layers;		/* encapsulation layers, tag in vlan_tci included */
+	u8	type;		/* enum nfb_encap */
+};
+
+/*
+ * Find the IP packet behind the encapsulation, as the stock hook's
+ * nf_flow_skb_encap_protocol() does, and validate what it does not: a
+ * PPPoE header with a wrong version, type, code or length is declined
+ * (the stock hook would forward it). Nothing is modified.
+ *
+ * The stock hook reads an in-packet 802.1Q tag through the MAC header and
+ * pops it at skb->data: both agree only when the network header follows
+ * the Ethernet header and data points at it, which the receive path
+ * guarantees; anything else is declined.
+ */
+static int nfb_parse_encap(struct sk_buff *skb, struct nfb_rx *rx)
+{
+	const struct vlan_ethhdr *veth;
+	const struct pppoe_hdr *ph;
+	bool tag = skb_vlan_tag_present(skb);
+	unsigned int len;
+
+	rx->proto = skb->protocol;
+	rx->offset = 0;
+	rx->layers = tag;
+	rx->type = tag ? NFB_ENCAP_VLAN : NFB_ENCAP_NONE;
+
+	switch (skb->protocol) {
+	case htons(ETH_P_IP):
+	case htons(ETH_P_IPV6):
+		return 0;
+	case htons(ETH_P_8021Q):
+	case htons(ETH_P_PPP_SES):
+		break;
+	default:
+		return NFB_DECLINE_NOT_IP;
+	}
+
+	if (unlikely(!skb_mac_header_was_set(skb) ||
+		     skb_network_offset(skb) != 0 ||
+		     skb_network_header(skb) - skb_mac_header(skb) != ETH_HLEN))
+		return NFB_DECLINE_ENCAP;
+
+	if (skb->protocol == htons(ETH_P_8021Q)) {
+		if (!pskb_may_pull(skb, VLAN_HLEN))
+			return NFB_DECLINE_ENCAP_HEADER;
+		veth = (const struct vlan_ethhdr *)skb_mac_header(skb);
+		rx->proto = veth->h_vlan_encapsulated_proto;
+		rx->offset = VLAN_HLEN;
+		rx->layers++;
+		rx->type = tag ? NFB_ENCAP_VLAN2 : NFB_ENCAP_VLAN;
+	} else {
+		if (!pskb_may_pull(skb, PPPOE_SES_HLEN))
+			return NFB_DECLINE_ENCAP_HEADER;
+		ph = (const struct pppoe_hdr *)skb_network_header(skb);
+		len = ntohs(ph->length);
+		if (ph->ver != 1 || ph->type != 1 || ph->code != 0 ||
+		    len < PPPOE_SES_HLEN - sizeof(*ph) ||
+		    len > skb->len - sizeof(*ph))
+			return NFB_DECLINE_PPPOE;
+		switch (*(const __be16 *)(ph + 1)) {
+		case htons(PPP_IP):
+			rx->proto = htons(ETH_P_IP);
+			break;
+		case htons(PPP_IPV6):
+			rx->proto = htons(ETH_P_IPV6);
+			break;
+		default:
+			return NFB_DECLINE_PPP_PROTO;
+		}
+		rx->offset = PPPOE_SES_HLEN;
+		rx->layers++;
+		rx->type = tag ? NFB_ENCAP_VLAN_PPPOE : NFB_ENCAP_PPPOE;
+	}
+
+	if (rx->proto != htons(ETH_P_IP) && rx->proto != htons(ETH_P_IPV6))
+		return NFB_DECLINE_ENCAP;
+	return 0;
+}
+
+/* The tuple's encap[], as nf_flow_tuple_encap() fills it. */
+static void nfb_tuple_encap(const struct sk_buff *skb,
+			    struct flow_offload_tuple *tuple)
+{
+	const struct vlan_ethhdr *veth;
+	const struct pppoe_hdr *ph;
+	int i = 0;
+
+	if (skb_vlan_tag_present(skb)) {
+		tuple->encap[i].id = skb_vlan_tag_get(skb);
+		tuple->encap[i].proto = skb->vlan_proto;
+		i++;
+	}
+	switch (skb->protocol) {
+	case htons(ETH_P_8021Q):
+		veth = (const struct vlan_ethhdr *)skb_mac_header(skb);
+		tuple->encap[i].id = ntohs(veth->h_vlan_TCI);
+		tuple->encap[i].proto = skb->protocol;
+		break;
+	case htons(ETH_P_PPP_SES):
+		ph = (const struct pppoe_hdr *)skb_network_header(skb);
+		tuple->encap[i].id = ntohs(ph->sid);
+		tuple->encap[i].proto = skb->protocol;
+		break;
+	}
+}
+
+/*
+ * Remove the receive encapsulation, as nf_flow_encap_pop() does: the tag
+ * in vlan_tci, then the in-packet layer, after which the network header
+ * is the IP header. nf_flow_encap_pop() pops the flow's encap_num layers;
+ * the lookup matched encap[] entry by entry and no layer has a zero
+ * protocol, so that is the number of layers @rx found.
+ */
+static void nfb_encap_pop(struct sk_buff *skb, const struct nfb_rx *rx)
+{
+	struct vlan_hdr *vhdr;
+
+	if (skb_vlan_tag_present(skb))
+		__vlan_hwaccel_clear_tag(skb);
+	switch (skb->protocol) {
+	case htons(ETH_P_8021Q):
+		vhdr = (struct vlan_hdr *)skb->data;
+		__skb_pull(skb, VLAN_HLEN);
+		vlan_set_encap_proto(skb, vhdr);
+		skb_reset_network_header(skb);
+		break;
+	case htons(ETH_P_PPP_SES):
+		skb->protocol = rx->proto;
+		__skb_pull(skb, PPPOE_SES_HLEN);
+		skb_reset_network_header(skb);
+		break;
+	}
+}
+
+/*
+ * The output device of a flow, referenced by the caller before the hook
+ * returns: the route's for FLOW_OFFLOAD_XMIT_NEIGH (@dst, referenced by
+ * the caller's dst_hold_safe()), the cached one for
+ * FLOW_OFFLOAD_XMIT_DIRECT, looked up as nf_flow_queue_xmit() does.
+ */
+struct nfb_out {
+	struct net_device	*dev;
+	struct dst_entry	*dst;		/* NEIGH only */
+	u8			xmit;		/* enum nfb_xmit */
+};
+
+static int nfb_direct_out(const struct nf_hook_state *state,
+			  const struct flow_offload_tuple *tuple,
+			  struct nfb_out *out)
+{
+	out->dev = dev_get_by_index_rcu(state->net, tuple->out.ifidx);
+	if (!out->dev)
+		return NFB_DECLINE_DIRECT_DEV;
+	out->dst = NULL;
+	out->xmit = NFB_XMIT_DIRECT;
+	return 0;
+}
+
 /* Based on ip_exceeds_mtu(), as nf_flow_exceeds_mtu(). */
 static bool nfb_exceeds_mtu(const struct sk_buff *skb, unsigned int mtu)
 {
@@ -136,26 +315,42 @@ static bool nfb_tcp_fin_rst(const struct sk_buff *skb, unsigned int thoff)
 
 /*
  * Copy what transmit needs; the flow stays behind. As the stock hook does
- * (skb_dst_set_noref(), skb->dev = outdev), the packet leaves with the
+ * (skb_dst_set_noref(), skb->dev = outdev), a NEIGH packet leaves with the
  * route attached and the output device as skb->dev; since it waits in a
- * queue past this RCU section, both are referenced: @dst by the caller's
- * dst_hold_safe(), the device here.
+ * queue past this RCU section, both are referenced: the route by the
+ * caller's dst_hold_safe(), the device here. A DIRECT packet keeps the
+ * route it came with, as nf_flow_queue_xmit() leaves it, made to survive
+ * the queue.
  */
 static void nfb_prepare(struct sk_buff *skb, struct nfb_net *nn,
-			struct dst_entry *dst,
-			const struct flow_offload *flow, u8 dsfield)
+			const struct nfb_out *out,
+			const struct flow_offload *flow,
+			enum flow_offload_tuple_dir dir, u8 dsfield)
 {
-	struct net_device *outdev = dst->dev;
+	const struct flow_offload_tuple *other = &flow->tuplehash[!dir].tuple;
 	struct nfb_cb *cb = NFB_CB(skb);
 
-	skb_dst_drop(skb);
-	skb_dst_set(skb, dst);
-	netdev_hold(outdev, &cb->dev_tracker, GFP_ATOMIC);
-	skb->dev = outdev;
+	if (out->dst) {
+		skb_dst_drop(skb);
+		skb_dst_set(skb, out->dst);
+	} else {
+		skb_dst_force(skb);
+	}
+	netdev_hold(out->dev, &cb->dev_tracker, GFP_ATOMIC);
+	skb->dev = out->dev;
 	cb->nn = nn;
 	cb->flow_hash = hash_ptr(flow, 32);
 	cb->bulk_max = READ_ONCE(nn->bulk_max);
 	cb->dsfield = dsfield & ~INET_ECN_MASK;
+	cb->xmit = out->xmit;
+	BUILD_BUG_ON(sizeof(cb->encap) != sizeof(other->encap));
+	memcpy(cb->encap, other->encap, sizeof(cb->encap));
+	if (out->xmit == NFB_XMIT_DIRECT) {
+		const struct flow_offload_tuple *t = &flow->tuplehash[dir].tuple;
+
+		ether_addr_copy(cb->nexthop.mac.h_dest, t->out.h_dest);
+		ether_addr_copy(cb->nexthop.mac.h_source, t->out.h_source);
+	}
 }
 
 /* IPv4 NAT: the address part of nf_flow_nat_ip(), static in the kernel. */
@@ -236,27 +431,31 @@ static void nfb_nat_ip(const struct flow_offload *flow, struct sk_buff *skb,
 }
 
 static int nfb_ipv4(struct nfb_net *nn, struct nf_flowtable *ft,
-		    struct sk_buff *skb, const struct nf_hook_state *state)
+		    struct sk_buff *skb, const struct nf_hook_state *state,
+		    const struct nfb_rx *rx)
 {
 	struct flow_offload_tuple_rhash *tuplehash;
 	struct flow_offload_tuple tuple __uninitialized;
+	unsigned int thoff, hdrsize, offset = rx->offset;
 	enum flow_offload_tuple_dir dir;
-	unsigned int thoff, hdrsize;
 	struct flow_offload *flow;
 	struct flow_ports *ports;
+	struct nfb_out out;
 	struct rtable *rt;
 	struct iphdr *iph;
 	__be32 nexthop;
+	int ret;
 
-	if (!pskb_may_pull(skb, sizeof(*iph)))
+	if (!pskb_may_pull(skb, sizeof(*iph) + offset))
 		return NFB_DECLINE_HEADER;
 
-	iph = ip_hdr(skb);
+	iph = (struct iphdr *)(skb_network_header(skb) + offset);
 	thoff = iph->ihl * 4;
 	if (ip_is_fragment(iph))
 		return NFB_DECLINE_FRAG;
 	if (unlikely(thoff != sizeof(*iph)))
 		return NFB_DECLINE_OPTIONS;
+	thoff += offset;
 
 	switch (iph->protocol) {
 	case IPPROTO_TCP:
@@ -279,12 +478,14 @@ static int nfb_ipv4(struct nfb_net *nn, struct nf_flowtable *ft,
 	ports = (struct flow_ports *)(skb_network_header(skb) + thoff);
 	tuple.src_port		= ports->source;
 	tuple.dst_port		= ports->dest;
-	iph = ip_hdr(skb);
+	iph = (struct iphdr *)(skb_network_header(skb) + offset);
 	tuple.src_v4.s_addr	= iph->saddr;
 	tuple.dst_v4.s_addr	= iph->daddr;
 	tuple.l3proto		= AF_INET;
 	tuple.l4proto		= iph->protocol;
 	tuple.iifidx		= state->in->ifindex;
+	if (rx->layers)
+		nfb_tuple_encap(skb, &tuple);
 
 	tuplehash = nfb_flow_lookup(ft, &tuple);
 	if (!tuplehash)
@@ -296,29 +497,45 @@ static int nfb_ipv4(struct nfb_net *nn, struct nf_flowtable *ft,
 	/* Not implemented here: the stock hook handles these. */
 	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
 		return NFB_DECLINE_HW_OFFLOAD;
-	if (tuplehash->tuple.xmit_type != FLOW_OFFLOAD_XMIT_NEIGH)
+	rt = NULL;
+	switch (tuplehash->tuple.xmit_type) {
+	case FLOW_OFFLOAD_XMIT_NEIGH:
+		rt = (struct rtable *)tuplehash->tuple.dst_cache;
+		if (unlikely(rt->rt_gw_family == AF_INET6))
+			return NFB_DECLINE_XMIT_TYPE;
+		break;
+	case FLOW_OFFLOAD_XMIT_DIRECT:
+		ret = nfb_direct_out(state, &tuplehash->tuple, &out);
+		if (ret)
+			return ret;
+		break;
+	default:
 		return NFB_DECLINE_XMIT_TYPE;
-	rt = (struct rtable *)tuplehash->tuple.dst_cache;
-	if (unlikely(rt->rt_gw_family == AF_INET6))
-		return NFB_DECLINE_XMIT_TYPE;
+	}
 
-	if (unlikely(nfb_exceeds_mtu(skb, tuplehash->tuple.mtu)))
+	if (unlikely(nfb_exceeds_mtu(skb, tuplehash->tuple.mtu + offset)))
 		return NFB_DECLINE_MTU;
 
 	if (iph->protocol == IPPROTO_TCP && nfb_tcp_fin_rst(skb, thoff))
 		return NFB_DECLINE_TCP_FLAGS;
 
-	if (!dst_check(&rt->dst, tuplehash->tuple.dst_cookie) ||
-	    !dst_hold_safe(&rt->dst))
+	/* nf_flow_dst_check(): only a route is checked. */
+	if (rt && (!dst_check(&rt->dst, tuplehash->tuple.dst_cookie) ||
+		   !dst_hold_safe(&rt->dst)))
 		return NFB_DECLINE_DST_STALE;
 
 	if (skb_try_make_writable(skb, thoff + hdrsize)) {
-		dst_release(&rt->dst);
+		if (rt)
+			dst_release(&rt->dst);
 		return NFB_DECLINE_UNWRITABLE;
 	}
 
 	/* From here on the packet is ours. */
 	flow_offload_refresh(ft, flow, false);
+
+	if (rx->layers)
+		nfb_encap_pop(skb, rx);
+	thoff -= offset;
 
 	iph = ip_hdr(skb);
 	nfb_nat_ip(flow, skb, thoff, dir, iph);
@@ -329,9 +546,17 @@ static int nfb_ipv4(struct nfb_net *nn, struct nf_flowtable *ft,
 	if (ft->flags & NF_FLOWTABLE_COUNTER)
 		nf_ct_acct_update(flow->ct, dir, skb->len);
 
-	nexthop = rt_nexthop(rt, flow->tuplehash[!dir].tuple.src_v4.s_addr);
-	nfb_prepare(skb, nn, &rt->dst, flow, ipv4_get_dsfield(iph));
-	NFB_CB(skb)->nexthop.v4 = nexthop;
+	if (rt) {
+		nexthop = rt_nexthop(rt,
+				     flow->tuplehash[!dir].tuple.src_v4.s_addr);
+		out.dev = rt->dst.dev;
+		out.dst = &rt->dst;
+		out.xmit = NFB_XMIT_NEIGH;
+		nfb_prepare(skb, nn, &out, flow, dir, ipv4_get_dsfield(iph));
+		NFB_CB(skb)->nexthop.v4 = nexthop;
+	} else {
+		nfb_prepare(skb, nn, &out, flow, dir, ipv4_get_dsfield(iph));
+	}
 
 	return NFB_TAKEN;
 }
@@ -415,23 +640,26 @@ static void nfb_nat_ipv6(const struct flow_offload *flow, struct sk_buff *skb,
 }
 
 static int nfb_ipv6(struct nfb_net *nn, struct nf_flowtable *ft,
-		    struct sk_buff *skb, const struct nf_hook_state *state)
+		    struct sk_buff *skb, const struct nf_hook_state *state,
+		    const struct nfb_rx *rx)
 {
 	struct flow_offload_tuple_rhash *tuplehash;
 	struct flow_offload_tuple tuple __uninitialized;
+	unsigned int thoff, hdrsize, offset = rx->offset;
 	const struct in6_addr *nexthop;
 	enum flow_offload_tuple_dir dir;
-	unsigned int thoff, hdrsize;
 	struct flow_offload *flow;
 	struct flow_ports *ports;
 	struct ipv6hdr *ip6h;
 	struct rt6_info *rt;
+	struct nfb_out out;
+	int ret;
 
-	thoff = sizeof(*ip6h);
+	thoff = sizeof(*ip6h) + offset;
 	if (!pskb_may_pull(skb, thoff))
 		return NFB_DECLINE_HEADER;
 
-	ip6h = ipv6_hdr(skb);
+	ip6h = (struct ipv6hdr *)(skb_network_header(skb) + offset);
 	switch (ip6h->nexthdr) {
 	case IPPROTO_TCP:
 		hdrsize = sizeof(struct tcphdr);
@@ -457,12 +685,14 @@ static int nfb_ipv6(struct nfb_net *nn, struct nf_flowtable *ft,
 	ports = (struct flow_ports *)(skb_network_header(skb) + thoff);
 	tuple.src_port		= ports->source;
 	tuple.dst_port		= ports->dest;
-	ip6h = ipv6_hdr(skb);
+	ip6h = (struct ipv6hdr *)(skb_network_header(skb) + offset);
 	tuple.src_v6		= ip6h->saddr;
 	tuple.dst_v6		= ip6h->daddr;
 	tuple.l3proto		= AF_INET6;
 	tuple.l4proto		= ip6h->nexthdr;
 	tuple.iifidx		= state->in->ifindex;
+	if (rx->layers)
+		nfb_tuple_encap(skb, &tuple);
 
 	tuplehash = nfb_flow_lookup(ft, &tuple);
 	if (!tuplehash)
@@ -473,27 +703,41 @@ static int nfb_ipv6(struct nfb_net *nn, struct nf_flowtable *ft,
 
 	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
 		return NFB_DECLINE_HW_OFFLOAD;
-	if (tuplehash->tuple.xmit_type != FLOW_OFFLOAD_XMIT_NEIGH)
+	rt = NULL;
+	switch (tuplehash->tuple.xmit_type) {
+	case FLOW_OFFLOAD_XMIT_NEIGH:
+		rt = dst_rt6_info(tuplehash->tuple.dst_cache);
+		break;
+	case FLOW_OFFLOAD_XMIT_DIRECT:
+		ret = nfb_direct_out(state, &tuplehash->tuple, &out);
+		if (ret)
+			return ret;
+		break;
+	default:
 		return NFB_DECLINE_XMIT_TYPE;
+	}
 
-	if (unlikely(nfb_exceeds_mtu(skb, tuplehash->tuple.mtu)))
+	if (unlikely(nfb_exceeds_mtu(skb, tuplehash->tuple.mtu + offset)))
 		return NFB_DECLINE_MTU;
 
 	if (ip6h->nexthdr == IPPROTO_TCP && nfb_tcp_fin_rst(skb, thoff))
 		return NFB_DECLINE_TCP_FLAGS;
 
-	rt = dst_rt6_info(tuplehash->tuple.dst_cache);
-	if (!dst_check(&rt->dst, tuplehash->tuple.dst_cookie) ||
-	    !dst_hold_safe(&rt->dst))
+	if (rt && (!dst_check(&rt->dst, tuplehash->tuple.dst_cookie) ||
+		   !dst_hold_safe(&rt->dst)))
 		return NFB_DECLINE_DST_STALE;
 
 	if (skb_try_make_writable(skb, thoff + hdrsize)) {
-		dst_release(&rt->dst);
+		if (rt)
+			dst_release(&rt->dst);
 		return NFB_DECLINE_UNWRITABLE;
 	}
 
 	/* From here on the packet is ours. */
 	flow_offload_refresh(ft, flow, false);
+
+	if (rx->layers)
+		nfb_encap_pop(skb, rx);
 
 	ip6h = ipv6_hdr(skb);
 	nfb_nat_ipv6(flow, skb, dir, ip6h);
@@ -504,9 +748,16 @@ static int nfb_ipv6(struct nfb_net *nn, struct nf_flowtable *ft,
 	if (ft->flags & NF_FLOWTABLE_COUNTER)
 		nf_ct_acct_update(flow->ct, dir, skb->len);
 
-	nexthop = rt6_nexthop(rt, &flow->tuplehash[!dir].tuple.src_v6);
-	nfb_prepare(skb, nn, &rt->dst, flow, ipv6_get_dsfield(ip6h));
-	NFB_CB(skb)->nexthop.v6 = *nexthop;
+	if (rt) {
+		nexthop = rt6_nexthop(rt, &flow->tuplehash[!dir].tuple.src_v6);
+		out.dev = rt->dst.dev;
+		out.dst = &rt->dst;
+		out.xmit = NFB_XMIT_NEIGH;
+		nfb_prepare(skb, nn, &out, flow, dir, ipv6_get_dsfield(ip6h));
+		NFB_CB(skb)->nexthop.v6 = *nexthop;
+	} else {
+		nfb_prepare(skb, nn, &out, flow, dir, ipv6_get_dsfield(ip6h));
+	}
 
 	return NFB_TAKEN;
 }
@@ -523,6 +774,7 @@ unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
 	struct nfb_net *nn = h->nn;
 	struct nf_flowtable *ft;
 	nf_hookfn *ftfn = NULL;
+	struct nfb_rx rx;
 	int ret;
 
 	if (!READ_ONCE(nn->enable)) {
@@ -546,36 +798,31 @@ unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
 		goto decline;
 	}
 
-	if (skb_vlan_tag_present(skb)) {
-		ret = NFB_DECLINE_ENCAP;
-	} else {
-		switch (skb->protocol) {
-		case htons(ETH_P_IP):
-			if (ftfn == nf_flow_offload_ipv6_hook)
-				ret = NFB_DECLINE_NOT_IP;
-			else
-				ret = nfb_ipv4(nn, ft, skb, state);
-			break;
-		case htons(ETH_P_IPV6):
-			if (ftfn == nf_flow_offload_ip_hook)
-				ret = NFB_DECLINE_NOT_IP;
-			else
-				ret = nfb_ipv6(nn, ft, skb, state);
-			break;
-		case htons(ETH_P_8021Q):
-		case htons(ETH_P_PPP_SES):
-			ret = NFB_DECLINE_ENCAP;
-			break;
-		default:
+	ret = nfb_parse_encap(skb, &rx);
+	if (ret)
+		goto decline;
+
+	switch (rx.proto) {
+	case htons(ETH_P_IP):
+		if (ftfn == nf_flow_offload_ipv6_hook)
 			ret = NFB_DECLINE_NOT_IP;
-			break;
-		}
+		else
+			ret = nfb_ipv4(nn, ft, skb, state, &rx);
+		break;
+	default:	/* ETH_P_IPV6 */
+		if (ftfn == nf_flow_offload_ip_hook)
+			ret = NFB_DECLINE_NOT_IP;
+		else
+			ret = nfb_ipv6(nn, ft, skb, state, &rx);
+		break;
 	}
 
 	if (ret != NFB_TAKEN)
 		goto decline;
 
 	this_cpu_inc(nn->stats->packets);
+	this_cpu_inc(nn->stats->taken_encap[rx.type]);
+	this_cpu_inc(nn->stats->taken_xmit[NFB_CB(skb)->xmit]);
 	nfb_enqueue(skb);
 	return NF_STOLEN;
 
@@ -584,12 +831,15 @@ decline:
 	/*
 	 * The packet goes on to the stock path, which transmits at once:
 	 * packets of its flow queued here must leave before it. Flows the
-	 * module never takes have none: non-IP, encapsulated, and neither
+	 * module never takes have none: non-IP, and neither
 	 * TCP nor UDP (ICMP, neighbour discovery, GRE...), whose packets
-	 * would otherwise cut every bulk short.
+	 * would otherwise cut every bulk short; nor do encapsulated packets
+	 * that are not IP (PPP control protocols) or that the stock hook
+	 * does not parse either. A malformed encapsulation drains: the stock
+	 * hook, which checks less, may still forward it.
 	 */
 	if (ret != NFB_DECLINE_NOT_IP && ret != NFB_DECLINE_ENCAP &&
-	    ret != NFB_DECLINE_L4PROTO)
+	    ret != NFB_DECLINE_L4PROTO && ret != NFB_DECLINE_PPP_PROTO)
 		nfb_flush_local();
 	return NF_ACCEPT;
 }

@@ -113,6 +113,7 @@ static const char * const nfb_decline_names[__NFB_DECLINE_MAX] = {
 	"disabled", "not_ip", "header", "no_flowtable", "miss", "frag",
 	"options", "ttl", "mtu", "tcp_flags", "dst_stale", "hw_offload",
 	"xmit_type", "encap", "unwritable", "dying", "l4proto", "shared",
+	"encap_header", "pppoe", "ppp_proto", "direct_dev",
 };
 
 static const char * const nfb_fallback_names[__NFB_FALLBACK_MAX] = {

@@ -227,7 +227,11 @@ static int nfb_fill_stats(struct sk_buff *skb, const struct nfb_stats *st,
 			     __NFB_DECLINE_MAX) ||
 	    nfb_put_counters(skb, NFB_STATS_A_FALLBACK, s.fallback,
 			     __NFB_FALLBACK_MAX) ||
-	    nfb_put_counters(skb, NFB_STATS_A_DROP, s.drop, __NFB_DROP_MAX)) {
+	    nfb_put_counters(skb, NFB_STATS_A_DROP, s.drop, __NFB_DROP_MAX) ||
+	    nfb_put_counters(skb, NFB_STATS_A_TAKEN_ENCAP, s.taken_encap,
+			     __NFB_ENCAP_MAX) ||
+	    nfb_put_counters(skb, NFB_STATS_A_TAKEN_XMIT, s.taken_xmit,
+			     __NFB_XMIT_MAX)) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}

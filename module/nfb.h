@@ -37,6 +37,8 @@ struct nfb_stats {
 	u64	decline[__NFB_DECLINE_MAX];
 	u64	fallback[__NFB_FALLBACK_MAX];
 	u64	drop[__NFB_DROP_MAX];
+	u64	taken_encap[__NFB_ENCAP_MAX];
+	u64	taken_xmit[__NFB_XMIT_MAX];
 	/*
 	 * Packets queued and not yet transmitted or freed. Incremented by the
 	 * CPU that queues, decremented by the CPU that runs the NAPI poll
@@ -114,19 +116,37 @@ struct nfb_hook {
 /*
  * What transmit needs, copied into skb->cb by the hook. The output device
  * is skb->dev, held (netdev_hold() with @dev_tracker) from the moment the
- * packet is taken until its bulk has been handed on; the route is
- * skb_dst(), referenced. Nothing else of the flow survives the hook.
+ * packet is taken until its bulk has been handed on; the route, for
+ * FLOW_OFFLOAD_XMIT_NEIGH, is skb_dst(), referenced. Nothing else of the
+ * flow survives the hook.
+ *
+ * @encap is the encapsulation the flow's packets leave with: the receive
+ * encapsulation of the flow's other direction, which is what the stock
+ * flowtable pushes on kernels that push it. On the kernels whose
+ * flowtable leaves the push to the VLAN or PPP device the route points at
+ * (6.1 and 6.12), the output device already implies it; the bulk key
+ * compares it anyway, so that no bulk can mix two encapsulations whatever
+ * the device layout.
  */
 struct nfb_cb {
 	union {
 		__be32		v4;
 		struct in6_addr	v6;
+		struct {			/* FLOW_OFFLOAD_XMIT_DIRECT */
+			u8	h_dest[ETH_ALEN];
+			u8	h_source[ETH_ALEN];
+		} mac;
 	} nexthop;
 	struct nfb_net		*nn;		/* kept alive by inflight */
 	netdevice_tracker	dev_tracker;
 	u32			flow_hash;
 	u16			bulk_max;
 	u8			dsfield;	/* DSCP, ECN bits cleared */
+	u8			xmit;		/* enum nfb_xmit */
+	struct {
+		u16		id;
+		__be16		proto;
+	} encap[NF_FLOW_TABLE_ENCAP_MAX];
 };
 
 #define NFB_CB(skb)	((struct nfb_cb *)(skb)->cb)

@@ -50,6 +50,7 @@ struct nfb_bulk {
 	u16			txq;
 	__be16			proto;
 	u8			dsfield;
+	u8			xmit;		/* enum nfb_xmit */
 };
 
 static struct nfb_cpu __percpu *nfb_cpus;
@@ -144,10 +145,11 @@ static struct neighbour *nfb_neigh(struct net_device *dev, __be16 proto,
 
 /*
  * Push the L2 header; the skb's data starts at its network header. @eth is
- * the bulk's Ethernet header, built once, or NULL for other link types.
+ * the bulk's Ethernet header, built once, or NULL for other link types,
+ * whose header goes from @ha to @sa (NULL: the device's address).
  */
 static int nfb_push_l2(struct sk_buff *skb, struct net_device *dev,
-		       const u8 *ha, const struct ethhdr *eth,
+		       const u8 *ha, const u8 *sa, const struct ethhdr *eth,
 		       unsigned int hh_len)
 {
 	__skb_pull(skb, skb_network_offset(skb));
@@ -155,7 +157,7 @@ static int nfb_push_l2(struct sk_buff *skb, struct net_device *dev,
 		return NFB_DROP_NOMEM;
 	if (eth)
 		memcpy(__skb_push(skb, ETH_HLEN), eth, ETH_HLEN);
-	else if (dev_hard_header(skb, dev, ntohs(skb->protocol), ha, NULL,
+	else if (dev_hard_header(skb, dev, ntohs(skb->protocol), ha, sa,
 				 skb->len) < 0)
 		return NFB_DROP_HEADER;
 	skb_reset_mac_header(skb);
@@ -358,6 +360,8 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	struct sk_buff *skb, *next;
 	struct netdev_queue *txq;
 	u8 ha[MAX_ADDR_LEN] __uninitialized;
+	u8 sa[ETH_ALEN] __aligned(2) __uninitialized;
+	const u8 *sap = sa;
 	struct neighbour *neigh;
 	enum nfb_fallback_reason r;
 	struct sk_buff *list = NULL, **tail = &list, *rest;
@@ -383,6 +387,19 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	}
 
 	/*
+	 * FLOW_OFFLOAD_XMIT_DIRECT: the addresses the flow cached, as
+	 * nf_flow_queue_xmit() passes them to dev_hard_header(); no
+	 * neighbour, no route.
+	 */
+	if (b->xmit == NFB_XMIT_DIRECT) {
+		const struct nfb_cb *cb = NFB_CB(skb);
+
+		ether_addr_copy(ha, cb->nexthop.mac.h_dest);
+		ether_addr_copy(sa, cb->nexthop.mac.h_source);
+		goto header;
+	}
+
+	/*
 	 * As neigh_resolve_output(): a connected entry is used as is; a valid
 	 * but unconfirmed one (stale, delay, probe) is used too, once
 	 * neigh_event_send() has run its state machine (stale -> delay);
@@ -402,10 +419,13 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 		return;
 	}
 	neigh_ha_snapshot(ha, neigh, dev);
+	ether_addr_copy(sa, dev->dev_addr);
+	sap = NULL;
+header:
 	hh_len = LL_RESERVED_SPACE(dev);
 	if (dev->header_ops && dev->header_ops->create == eth_header) {
 		ether_addr_copy(eth.h_dest, ha);
-		ether_addr_copy(eth.h_source, dev->dev_addr);
+		ether_addr_copy(eth.h_source, sa);
 		eth.h_proto = b->proto;
 		ethp = &eth;
 	}
@@ -430,7 +450,7 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	for (; skb; skb = next) {
 		next = skb->next;
 		skb_mark_not_on_list(skb);
-		err = nfb_push_l2(skb, dev, ha, ethp, hh_len);
+		err = nfb_push_l2(skb, dev, ha, sap, ethp, hh_len);
 		if (unlikely(err)) {
 			nfb_count_drop(nn, err);
 			kfree_skb(skb);
@@ -568,17 +588,30 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 	this_cpu_sub(nn->stats->inflight, n);
 }
 
+/*
+ * The bulk key: output device, transmit queue, ethertype, DSCP, transmit
+ * type, transmit encapsulation, and the next hop (NEIGH) or the MAC
+ * addresses (DIRECT). Everything a packet's transmit depends on besides
+ * its own bytes: __nfb_xmit_bulk() takes all of it from the bulk's first
+ * packet.
+ */
 static bool nfb_key_match(const struct nfb_bulk *b, const struct sk_buff *skb,
 			  u16 txq)
 {
+	const struct nfb_cb *head = NFB_CB(b->head);
 	const struct nfb_cb *cb = NFB_CB(skb);
 
 	if (b->dev != skb->dev || b->proto != skb->protocol ||
-	    b->txq != txq || b->dsfield != cb->dsfield)
+	    b->txq != txq || b->dsfield != cb->dsfield ||
+	    b->xmit != cb->xmit ||
+	    memcmp(head->encap, cb->encap, sizeof(cb->encap)))
 		return false;
+	if (cb->xmit == NFB_XMIT_DIRECT)
+		return !memcmp(&head->nexthop.mac, &cb->nexthop.mac,
+			       sizeof(cb->nexthop.mac));
 	if (skb->protocol == htons(ETH_P_IP))
-		return NFB_CB(b->head)->nexthop.v4 == cb->nexthop.v4;
-	return ipv6_addr_equal(&NFB_CB(b->head)->nexthop.v6, &cb->nexthop.v6);
+		return head->nexthop.v4 == cb->nexthop.v4;
+	return ipv6_addr_equal(&head->nexthop.v6, &cb->nexthop.v6);
 }
 
 /*
@@ -649,6 +682,7 @@ static int nfb_drain(struct nfb_cpu *c, int budget)
 			b->txq = txq;
 			b->proto = skb->protocol;
 			b->dsfield = cb->dsfield;
+			b->xmit = cb->xmit;
 		} else {
 			b->tail->next = skb;
 			b->tail = skb;

@@ -23,13 +23,32 @@ nfb_proc_totals() {
 	done | sort
 }
 
+# The uapi's reason names (nfb_genl.py mirrors them): the tool prints a
+# reason it does not name yet as its number, /proc by its name.
+NFB_REASON_NAMES=
+nfb_reason_names() {
+	[ -n "$NFB_REASON_NAMES" ] ||
+		NFB_REASON_NAMES=$(python3 -c '
+import json, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+import nfb_genl as g
+print(json.dumps({"decline": g.DECLINE, "fallback": g.FALLBACK, "drop": g.DROP}))' \
+			"$NFB_REPO/selftests")
+}
+
 # nfb_json_totals NS: the same totals from flowbulk -j stats.
 nfb_json_totals() {
-	ip netns exec "$1" "$NFB_REPO/build/userspace/flowbulk" -j stats | jq -r '.stats.total |
+	nfb_reason_names
+	ip netns exec "$1" "$NFB_REPO/build/userspace/flowbulk" -j stats |
+		jq -r --argjson n "$NFB_REASON_NAMES" '
+		def name($l): if (.reason | test("^[0-9]+$"))
+			then ($l[.reason | tonumber] // .reason) else .reason end;
+		.stats.total |
 		"packets \(.packets)", "bulks \(.bulks)",
-		(.decline[] | "decline_\(.reason) \(.packets)"),
-		(.fallbacks[] | "fallback_\(.reason) \(.packets)"),
-		(.drops[] | "drop_\(.reason) \(.packets)"),
+		(.decline[] | "decline_\(name($n.decline)) \(.packets)"),
+		(.fallbacks[] | "fallback_\(name($n.fallback)) \(.packets)"),
+		(.drops[] | "drop_\(name($n.drop)) \(.packets)"),
 		(.histogram[] | "bulk\(.min) \(.bulks)")' | sort
 }
 

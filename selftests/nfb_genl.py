@@ -39,8 +39,11 @@ FAMILIES = {"inet": 1, "ip": 2, "ip6": 10}
 
 DECLINE = ["disabled", "not_ip", "header", "no_flowtable", "miss", "frag",
            "options", "ttl", "mtu", "tcp_flags", "dst_stale", "hw_offload",
-           "xmit_type", "encap", "unwritable", "dying", "l4proto", "shared"]
+           "xmit_type", "encap", "unwritable", "dying", "l4proto", "shared",
+           "encap_header", "pppoe", "ppp_proto", "direct_dev"]
 FALLBACK = ["qdisc", "egress_hook", "neigh", "headroom", "busy"]
+ENCAP = ["none", "vlan", "vlan2", "pppoe", "vlan_pppoe"]
+XMIT = ["neigh", "direct"]
 DROP = ["dev_down", "no_neigh", "validate", "xmit", "queue_full", "nomem",
         "header"]
 
@@ -200,13 +203,19 @@ def stats(nl):
                     c["fallback"] = counters(v, FALLBACK)
                 elif st == 7:
                     c["drop"] = counters(v, DROP)
+                elif st == 9:
+                    c["taken_encap"] = counters(v, ENCAP)
+                elif st == 10:
+                    c["taken_xmit"] = counters(v, XMIT)
             cpus.append(c)
-    total = {"packets": 0, "bulks": 0, "hist": {}, "decline": {},
-             "fallback": {}, "drop": {}}
+    groups = ("hist", "decline", "fallback", "drop", "taken_encap",
+              "taken_xmit")
+    total = {"packets": 0, "bulks": 0}
+    total.update({k: {} for k in groups})
     for c in cpus:
         for k in ("packets", "bulks"):
             total[k] += c.get(k, 0)
-        for k in ("hist", "decline", "fallback", "drop"):
+        for k in groups:
             for n, v in c.get(k, {}).items():
                 total[k][n] = total[k].get(n, 0) + v
     return {"total": total, "cpus": cpus}

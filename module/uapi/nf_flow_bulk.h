@@ -72,6 +72,12 @@ enum nfb_stats_attr {
 	NFB_STATS_A_FALLBACK,	/* nest: packets sent one by one */
 	NFB_STATS_A_DROP,	/* nest: packets dropped */
 	NFB_STATS_A_PAD,
+	NFB_STATS_A_TAKEN_ENCAP, /* nest: packets taken per receive
+				  * encapsulation, enum nfb_encap
+				  */
+	NFB_STATS_A_TAKEN_XMIT,	/* nest: packets taken per transmit type,
+				 * enum nfb_xmit
+				 */
 	__NFB_STATS_A_MAX,
 };
 
@@ -95,11 +101,18 @@ enum nfb_decline_reason {
 	NFB_DECLINE_DST_STALE,	/* cached route is no longer valid */
 	NFB_DECLINE_HW_OFFLOAD,	/* flow is offloaded to hardware */
 	NFB_DECLINE_XMIT_TYPE,	/* direct, XFRM or other xmit type */
-	NFB_DECLINE_ENCAP,	/* VLAN / PPPoE / tunnel not handled */
+	NFB_DECLINE_ENCAP,	/* encapsulation the stock flowtable does
+				 * not parse either (three layers, inner
+				 * protocol not IP)
+				 */
 	NFB_DECLINE_UNWRITABLE,	/* could not make the header writable */
 	NFB_DECLINE_DYING,	/* reserved, never counted: a dying flow is a miss */
 	NFB_DECLINE_L4PROTO,	/* neither TCP nor UDP */
 	NFB_DECLINE_SHARED,	/* skb shared with another owner */
+	NFB_DECLINE_ENCAP_HEADER, /* truncated 802.1Q tag or PPPoE header */
+	NFB_DECLINE_PPPOE,	/* PPPoE version, type, code or length wrong */
+	NFB_DECLINE_PPP_PROTO,	/* PPP protocol neither IPv4 nor IPv6 */
+	NFB_DECLINE_DIRECT_DEV,	/* direct xmit: output device gone */
 	__NFB_DECLINE_MAX,
 };
 
@@ -127,6 +140,29 @@ enum nfb_drop_reason {
 	NFB_DROP_NOMEM,		/* no headroom could be made */
 	NFB_DROP_HEADER,	/* dev_hard_header() failed */
 	__NFB_DROP_MAX,
+};
+
+/*
+ * Encapsulation a taken packet carried on receive (popped before transmit):
+ * NFB_STATS_A_TAKEN_ENCAP. A tag the NIC or the core already moved out of
+ * the packet (skb->vlan_tci) counts as a tag.
+ */
+enum nfb_encap {
+	NFB_ENCAP_NONE,		/* plain Ethernet */
+	NFB_ENCAP_VLAN,		/* one 802.1Q or 802.1ad tag */
+	NFB_ENCAP_VLAN2,	/* two tags (802.1ad + 802.1Q, or two 802.1Q) */
+	NFB_ENCAP_PPPOE,	/* PPPoE session, untagged */
+	NFB_ENCAP_VLAN_PPPOE,	/* PPPoE session inside one tag */
+	__NFB_ENCAP_MAX,
+};
+
+/* How the flow of a taken packet transmits: NFB_STATS_A_TAKEN_XMIT. */
+enum nfb_xmit {
+	NFB_XMIT_NEIGH,		/* route and neighbour (FLOW_OFFLOAD_XMIT_NEIGH) */
+	NFB_XMIT_DIRECT,	/* cached MAC addresses and output device
+				 * (FLOW_OFFLOAD_XMIT_DIRECT: bridge topologies)
+				 */
+	__NFB_XMIT_MAX,
 };
 
 #endif /* _UAPI_LINUX_NF_FLOW_BULK_H */

@@ -1,0 +1,298 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Encapsulation and direct transmit through the module (issue 11).
+#
+#   C: c0 10.0.1.1       c0.10 10.0.11.1 (802.1Q 10)
+#                        c0.100.10 10.0.21.1 (802.1Q 10 in 802.1ad 100)
+#   R: r0 10.0.1.254     r0.10 10.0.11.254   r0.100.10 10.0.21.254
+#      r1 10.0.2.254     r1.10 10.0.12.254   r1.20 10.0.22.254
+#      br0 10.0.3.254, bridge port r2
+#   S: s0 10.0.2.1       s0.10 10.0.12.1     s0.20 10.0.22.1
+#      s2 10.0.3.1 (on R's bridge)
+# Flowtable on r0 r1 r2 (the real devices and the bridge port).
+#
+# Cases: VLAN -> untagged, untagged -> VLAN, VLAN -> VLAN (tag rewritten),
+# 802.1ad + 802.1Q -> untagged,
+# routed port -> bridge port (FLOW_OFFLOAD_XMIT_DIRECT; the replies go
+# bridge port -> routed port). For each: the data arrives complete, intact
+# and in order; at least 99 % of the stream was taken by the module (its
+# per-encapsulation / per-xmit-type counters); a capture on S shows the
+# right tag (or none) and, for the bridge, the cached MAC addresses.
+#
+# Mixed: untagged, VLAN 10 and VLAN 20 flows to the same output device r1,
+# held in the module's queue (test_hold) and released at once, so that
+# they are grouped in one drain: every packet arrives at its own address
+# with its own tag, and bulks of more than one packet were sent.
+#
+# Malformed: truncated PPPoE header, PPPoE length beyond the frame, wrong
+# PPPoE version, PPP protocol LCP, truncated inner 802.1Q tag: each
+# declined and counted under its reason; none reaches S.
+# nfb-timeout: 1800
+set -eu
+# shellcheck source=selftests/lib.sh
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=selftests/lib_fastpath.sh
+source "$(dirname "$0")/lib_fastpath.sh"
+
+nfb_require_tool ip nft python3 tcpdump
+
+PY=("$FP_DIR/nfb_encap.py")
+N=500
+# NFB_ENCAP_STREAMS=0: only the mixed and malformed parts (a quicker run
+# to watch a deliberately broken module fail).
+streams=${NFB_ENCAP_STREAMS:-1}
+hold=/sys/module/nf_flow_bulk/parameters/test_hold
+CAP_PID=
+
+# shellcheck disable=SC2317 # called through the EXIT trap
+cleanup() {
+	if [ -w "$hold" ]; then echo 0 >"$hold"; fi
+	cap_stop
+	cleanup_all_ns
+	fp_cleanup_tmp
+	if nfb_module_loaded; then nfb_unload_module; fi
+}
+trap cleanup EXIT
+
+# vlan NS DEV ID [ADDR [PROTO]]
+vlan() {
+	ip -n "$1" link add link "$2" name "$2.$3" type vlan id "$3" \
+		protocol "${5:-802.1Q}"
+	[ -z "${4:-}" ] || ip -n "$1" addr add "$4" dev "$2.$3"
+	ip -n "$1" link set "$2.$3" up
+}
+
+topology() {
+	setup_ns C R S
+	ip link add c0 netns "$C" type veth peer name r0 netns "$R"
+	ip link add s0 netns "$S" type veth peer name r1 netns "$R"
+	ip link add s2 netns "$S" type veth peer name r2 netns "$R"
+	ip -n "$C" addr add 10.0.1.1/24 dev c0
+	ip -n "$R" addr add 10.0.1.254/24 dev r0
+	ip -n "$R" addr add 10.0.2.254/24 dev r1
+	ip -n "$S" addr add 10.0.2.1/24 dev s0
+	ip -n "$S" addr add 10.0.3.1/24 dev s2
+	ip -n "$R" link add br0 type bridge
+	ip -n "$R" link set r2 master br0
+	ip -n "$R" addr add 10.0.3.254/24 dev br0
+	for l in "$C c0" "$R r0" "$R r1" "$R r2" "$R br0" "$S s0" "$S s2"; do
+		read -r ns dev <<<"$l"
+		ip -n "$ns" link set "$dev" up
+	done
+	vlan "$C" c0 10 10.0.11.1/24
+	vlan "$R" r0 10 10.0.11.254/24
+	vlan "$R" r1 10 10.0.12.254/24
+	vlan "$R" r1 20 10.0.22.254/24
+	vlan "$S" s0 10 10.0.12.1/24
+	vlan "$S" s0 20 10.0.22.1/24
+	vlan "$C" c0 100 "" 802.1ad
+	vlan "$C" c0.100 10 10.0.21.1/24
+	vlan "$R" r0 100 "" 802.1ad
+	vlan "$R" r0.100 10 10.0.21.254/24
+	# Each source address leaves through its own interface.
+	ip -n "$C" route add default via 10.0.1.254
+	ip -n "$C" rule add from 10.0.11.1 table 11
+	ip -n "$C" route add default via 10.0.11.254 table 11
+	ip -n "$C" rule add from 10.0.21.1 table 21
+	ip -n "$C" route add default via 10.0.21.254 table 21
+	ip -n "$S" route add default via 10.0.2.254
+	local t
+	for t in 12 22 3; do
+		ip -n "$S" rule add from "10.0.$t.1" table "$t"
+		ip -n "$S" route add default via "10.0.$t.254" table "$t"
+	done
+	ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
+	ip netns exec "$R" nft -f - <<-EOF
+	table inet fp {
+		flowtable ft { hook ingress priority 0; devices = { r0, r1, r2 }; counter; }
+		chain fwdchain {
+			type filter hook forward priority filter; policy accept;
+			meta l4proto udp flow add @ft
+			counter
+		}
+	}
+	EOF
+	local a
+	for a in "10.0.1.1 10.0.2.1" "10.0.11.1 10.0.12.1" "10.0.1.1 10.0.22.1" \
+		"10.0.1.1 10.0.3.1" "10.0.21.1 10.0.2.1"; do
+		read -r src dst <<<"$a"
+		busywait 30000 ip netns exec "$C" ping -c1 -W1 -q -I "$src" "$dst" \
+			>/dev/null || { log_fail "topology: $src -> $dst"; exit "$ksft_fail"; }
+	done
+}
+
+# cap_start NS IFNAME: capture in NS, until cap_stop.
+cap_start() {
+	rm -f "$FP_TMP/cap.pcap" "$FP_TMP/cap.err"
+	ip netns exec "$1" tcpdump -i "$2" -nn -U -w "$FP_TMP/cap.pcap" \
+		udp and not port 53 2>"$FP_TMP/cap.err" &
+	CAP_PID=$!
+	busywait 30000 grep -q "listening on" "$FP_TMP/cap.err"
+}
+
+cap_stop() {
+	[ -n "$CAP_PID" ] || return 0
+	kill -INT "$CAP_PID" 2>/dev/null || true
+	wait "$CAP_PID" 2>/dev/null || true
+	CAP_PID=
+}
+
+# cap_count FILTER: packets of the last capture that match.
+cap_count() {
+	tcpdump -r "$FP_TMP/cap.pcap" -nn "$@" 2>/dev/null | wc -l
+}
+
+# recv_start ADDR PORT [NS]: a receiver in NS (default S).
+recv_start() {
+	local ns=${3:-$S}
+	rm -f "$FP_TMP/verdict.$2"
+	ip netns exec "$ns" python3 "${PY[@]}" recv "$1" "$2" "$FP_TMP/verdict.$2" &
+	busywait 30000 fp_udp_listening "$ns" "$2"
+}
+
+# verdict PORT EXPECTED: the receiver on PORT got EXPECTED datagrams,
+# unique, in order, intact.
+verdict() {
+	local f=$FP_TMP/verdict.$1
+	busywait 30000 test -s "$f" || { echo "no verdict on port $1"; return 1; }
+	python3 - "$f" "$2" <<-'EOF'
+	import json, sys
+	v = json.load(open(sys.argv[1]))
+	ok = v["got"] == int(sys.argv[2]) and v["in_order"] and v["unique"] and v["intact"]
+	print("INFO:", v)
+	sys.exit(0 if ok else 1)
+	EOF
+}
+
+# mstat EXPR: one number from the module's totals (t).
+mstat() {
+	fp_stat "$R" "$1"
+}
+
+# run_case NAME SRC DST PORT CAPIF ENCAP XMIT CAPFILTER...
+# From C to S, or from S to C when SRC is S's (10.0.3.1). ENCAP / XMIT: the
+# taken_encap and taken_xmit counters the stream must land in; CAPFILTER:
+# what every data packet captured on the receiver's CAPIF must match.
+run_case() {
+	local name=$1 src=$2 dst=$3 port=$4 capif=$5 enc=$6 xm=$7
+	shift 7
+	local e0 x0 f0 e1 x1 f1 all good snd=$C rcv=$S
+
+	if [ "$src" = 10.0.3.1 ]; then
+		snd=$S
+		rcv=$C
+	fi
+	recv_start "$dst" "$port" "$rcv"
+	cap_start "$rcv" "$capif"
+	read -r e0 x0 < <(mstat "'%d %d' % (t['taken_encap']['$enc'], t['taken_xmit']['$xm'])")
+	f0=$(fp_nft_counters "$R" chain inet fp fwdchain)
+	# One CPU sends, so one CPU of the router receives: a flow whose
+	# packets arrive on two CPUs has no order to keep (veth hands a
+	# packet to the backlog of the CPU that sends it).
+	if ! ip netns exec "$snd" taskset -c 0 python3 "${PY[@]}" send "$src" "$dst" "$port" "$N"; then
+		log_fail "$name: no echo from the receiver"
+		ret=1
+		cap_stop
+		return
+	fi
+	check "$name: $N datagrams arrived complete, intact, in order" verdict "$port" "$N"
+	read -r e1 x1 < <(mstat "'%d %d' % (t['taken_encap']['$enc'], t['taken_xmit']['$xm'])")
+	f1=$(fp_nft_counters "$R" chain inet fp fwdchain)
+	cap_stop
+	echo "INFO: $name: taken as $enc $((e1 - e0)), as $xm $((x1 - x0)), slow path $((f1 - f0))"
+	check "$name: >= 99 % taken by the module as $enc" \
+		test $((e1 - e0)) -ge $((N * 99 / 100))
+	check "$name: >= 99 % taken by the module as $xm transmit" \
+		test $((x1 - x0)) -ge $((N * 99 / 100))
+	# Every data packet (the probes and end markers are short), whatever
+	# its tag: a filter reads past "vlan" 4 bytes further on.
+	all=$(cap_count "greater 500")
+	good=$(cap_count "($*) and greater 500")
+	echo "INFO: $name: captured $all data packets, $good match '$*'"
+	check "$name: capture on $capif: all $N data packets match '$*'" \
+		test "$good" -eq "$N" -a "$all" -eq "$N"
+}
+
+nfb_load_module
+fp_tmpdir
+topology
+fp_genl "$R" attach inet fp ft
+
+r_br=$(ip -n "$R" -j link show br0 | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["address"])')
+s_s2=$(ip -n "$S" -j link show s2 | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["address"])')
+
+if [ "$streams" = 1 ]; then
+	run_case "vlan -> untagged" 10.0.11.1 10.0.2.1 6001 s0 vlan neigh \
+		"dst host 10.0.2.1 and dst port 6001 and not vlan"
+	run_case "untagged -> vlan" 10.0.1.1 10.0.12.1 6002 s0 none neigh \
+		"vlan 10 and dst host 10.0.12.1 and dst port 6002"
+	run_case "vlan -> vlan" 10.0.11.1 10.0.22.1 6003 s0 vlan neigh \
+		"vlan 20 and dst host 10.0.22.1 and dst port 6003"
+	run_case "802.1ad + 802.1Q -> untagged" 10.0.21.1 10.0.2.1 6006 s0 vlan2 neigh \
+		"dst host 10.0.2.1 and dst port 6006 and not vlan"
+	run_case "routed -> bridge port (direct)" 10.0.1.1 10.0.3.1 6004 s2 none direct \
+		"ether src $r_br and ether dst $s_s2 and dst host 10.0.3.1 and dst port 6004 and not vlan"
+
+	run_case "bridge port -> routed port" 10.0.3.1 10.0.1.1 6005 c0 none neigh \
+		"dst host 10.0.1.1 and dst port 6005 and not vlan"
+fi
+
+# Mixed: three flows, three encapsulations, one output device.
+flows=("10.0.11.1,10.0.2.1,6011,46011,0" "10.0.1.1,10.0.12.1,6012,46012,0"
+	"10.0.11.1,10.0.22.1,6013,46013,0")
+for f in "${flows[@]}"; do
+	IFS=, read -r src dst port sport _ <<<"$f"
+	recv_start "$dst" "$port"
+	ip netns exec "$C" python3 "${PY[@]}" probe "$src" "$dst" "$port" "$sport"
+done
+# An echoed probe offloads its flow (the reply is confirmed).
+cap_start "$S" s0
+ip netns exec "$R" python3 "$FP_DIR/nfb_genl.py" reset
+rounds=40
+echo 1 >"$hold"
+ip netns exec "$C" taskset -c 0 python3 "${PY[@]}" burst "$rounds" "${flows[@]}"
+busywait 30000 test "$(mstat "t['packets']")" -ge $((3 * rounds)) ||
+	echo "INFO: mixed: only $(mstat "t['packets']") packets queued"
+echo 0 >"$hold"
+ip netns exec "$C" python3 "${PY[@]}" end "${flows[@]}"
+for f in "${flows[@]}"; do
+	IFS=, read -r src dst port sport _ <<<"$f"
+	check "mixed: $dst:$port got its $rounds datagrams intact and in order" \
+		verdict "$port" "$rounds"
+done
+cap_stop
+echo "INFO: mixed: $(mstat '{k: t[k] for k in ("packets", "bulks", "hist", "taken_encap")}')"
+check "mixed: the module sent bulks of more than one packet" \
+	test "$(mstat "t['bulks']")" -lt "$(mstat "t['packets']")"
+# libpcap reads what follows "vlan" 4 bytes further: "not vlan" goes last.
+for want in "dst host 10.0.2.1 and greater 500 and not vlan" \
+	"vlan 10 and dst host 10.0.12.1 and greater 500" \
+	"vlan 20 and dst host 10.0.22.1 and greater 500"; do
+	check "mixed: capture: $rounds data packets with '$want'" \
+		test "$(cap_count "$want")" -eq "$rounds"
+done
+check "mixed: capture: $((3 * rounds)) data packets in all" \
+	test "$(cap_count "greater 500")" -eq $((3 * rounds))
+
+# declined REASON N: at least N packets declined for REASON so far.
+declined() {
+	[ "$(mstat "t['decline']['$1']")" -ge "$2" ]
+}
+
+# Malformed encapsulations into r0.
+r0mac=$(ip -n "$R" -j link show r0 | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["address"])')
+cap_start "$S" s0
+for m in "pppoe_trunc encap_header" "pppoe_len pppoe" "pppoe_ver pppoe" \
+	"ppp_proto ppp_proto" "vlan_trunc encap_header"; do
+	read -r kind reason <<<"$m"
+	b=$(mstat "t['decline']['$reason']")
+	echo "$r0mac" | ip netns exec "$C" python3 "${PY[@]}" raw c0 "$kind" 5
+	check "malformed $kind: declined as $reason" \
+		busywait 30000 declined "$reason" $((b + 5))
+done
+cap_stop
+check "malformed: nothing reached S" test "$(cap_count "dst port 7777")" -eq 0
+
+fp_genl "$R" detach inet fp ft
+exit "$ret"
