@@ -156,6 +156,26 @@ static inline void nfb_skb_set_sender_cpu(struct sk_buff *skb)
 	register_net_sysctl(net, path, table)
 #endif
 
+/*
+ * Kernels whose stock hook pushes the egress VLAN / PPPoE encapsulation
+ * itself, on the real device (6.19 on: probed through the tunnel fields
+ * that came in that release, ab427db17885). The module pushes none and
+ * its encapsulation handling follows the 6.1 / 6.12 hook, so there it
+ * declines every flow with an encapsulation on either side (decline
+ * "encap") and the stock hook forwards them.
+ */
+#ifdef NFB_HAVE_FLOW_TUPLE_TUN
+static inline bool nfb_flowtable_pushes_encap(void)
+{
+	return true;
+}
+#else
+static inline bool nfb_flowtable_pushes_encap(void)
+{
+	return false;
+}
+#endif
+
 #endif /* __ASSEMBLY__ */
 
 #endif /* _NF_FLOW_BULK_COMPAT_H */

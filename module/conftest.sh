@@ -74,6 +74,15 @@ _Static_assert(__builtin_types_compatible_p(typeof(&flow_offload_refresh),
 	void (*)(struct nf_flowtable *, struct flow_offload *, bool)), "");
 EOF
 
+# ab427db17885 ("netfilter: flowtable: Add IPIP rx sw acceleration",
+# 6.19) put the tunnel in the tuple; in the same release the stock hook
+# began to transmit on the real device and push the flow's VLAN / PPPoE
+# encapsulation itself, which the module does not do (compat.h).
+probe FLOW_TUPLE_TUN "$@" <<'EOF' &
+#include <net/netfilter/nf_flow_table.h>
+int nfb_probe = sizeof(((struct flow_offload_tuple *)0)->tun);
+EOF
+
 wait
 
 {

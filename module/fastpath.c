@@ -497,6 +497,9 @@ static int nfb_ipv4(struct nfb_net *nn, struct nf_flowtable *ft,
 	/* Not implemented here: the stock hook handles these. */
 	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
 		return NFB_DECLINE_HW_OFFLOAD;
+	if (nfb_flowtable_pushes_encap() &&
+	    (rx->layers || flow->tuplehash[!dir].tuple.encap_num))
+		return NFB_DECLINE_ENCAP;
 	rt = NULL;
 	switch (tuplehash->tuple.xmit_type) {
 	case FLOW_OFFLOAD_XMIT_NEIGH:
@@ -703,6 +706,9 @@ static int nfb_ipv6(struct nfb_net *nn, struct nf_flowtable *ft,
 
 	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
 		return NFB_DECLINE_HW_OFFLOAD;
+	if (nfb_flowtable_pushes_encap() &&
+	    (rx->layers || flow->tuplehash[!dir].tuple.encap_num))
+		return NFB_DECLINE_ENCAP;
 	rt = NULL;
 	switch (tuplehash->tuple.xmit_type) {
 	case FLOW_OFFLOAD_XMIT_NEIGH:
