@@ -11,16 +11,16 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=selftests/lib_flowbulk.sh
+source "$(dirname "$0")/lib_flowbulk.sh"
 
 nfb_require_tool ip nft jq modprobe
 
 FLOWBULK=$NFB_REPO/build/userspace/flowbulk
 [ -x "$FLOWBULK" ] || { log_fail "$FLOWBULK missing (make userspace)"; exit "$ksft_fail"; }
 
-errors=$(mktemp)
 cleanup() {
 	cleanup_all_ns
-	rm -f "$errors"
 	if nfb_module_loaded; then nfb_unload_module; fi
 }
 trap cleanup EXIT
@@ -37,19 +37,6 @@ nft_ns() { ip netns exec "$ns" nft "$@"; }
 # nft JSON commands on stdin.
 nft_json_cmd() { ip netns exec "$ns" nft -j -f -; }
 
-# expect_failure CODE MESSAGE ARGS...: flowbulk ARGS exits with CODE and
-# says MESSAGE on stderr.
-expect_failure() {
-	local code=$1 message=$2 rc=0
-	shift 2
-	fb "$@" 2>"$errors" >/dev/null || rc=$?
-	if [ "$rc" = "$code" ] && grep -qF -- "$message" "$errors"; then
-		log_pass "flowbulk $* -> exit $code, \"$message\""
-	else
-		log_fail "flowbulk $* -> exit $rc, stderr: $(cat "$errors") (wanted exit $code, \"$message\")"
-		ret=1
-	fi
-}
 
 tables() { nft_ns -j list tables | jq -c '[.nftables[] | select(.table) | .table.name] | sort'; }
 
@@ -116,11 +103,11 @@ fb flowtable add inet fw ft hook ingress priority filter - 5 devices veth0
 check "priority filter - 5: prio -5" prio_is ft -5
 
 before=$(nft_ns -j list ruleset)
-expect_failure 1 "invalid priority expression" \
+fb_expect_failure 1 "invalid priority expression" \
 	flowtable add inet fw ft2 hook ingress priority dstnat devices veth1
-expect_failure 2 "invalid priority" \
+fb_expect_failure 2 "invalid priority" \
 	flowtable add inet fw ft2 hook ingress priority "0; flush ruleset" devices veth1
-expect_failure 1 "No such file or directory; did you mean table" \
+fb_expect_failure 1 "No such file or directory; did you mean table" \
 	flowtable add inet wf ft2 hook ingress priority filter devices veth1
 after=$(nft_ns -j list ruleset)
 unchanged() { [ "$before" = "$after" ]; }

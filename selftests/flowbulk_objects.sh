@@ -11,16 +11,16 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=selftests/lib_flowbulk.sh
+source "$(dirname "$0")/lib_flowbulk.sh"
 
 nfb_require_tool ip nft jq
 
 FLOWBULK=$NFB_REPO/build/userspace/flowbulk
 [ -x "$FLOWBULK" ] || { log_fail "$FLOWBULK missing (make userspace)"; exit "$ksft_fail"; }
 
-errors=$(mktemp)
 cleanup() {
 	cleanup_all_ns
-	rm -f "$errors"
 }
 trap cleanup EXIT
 
@@ -31,20 +31,6 @@ ip -n "$ns" link set veth1 up
 
 fb() { ip netns exec "$ns" "$FLOWBULK" "$@"; }
 nft_json() { ip netns exec "$ns" nft -j list ruleset; }
-
-# expect_failure CODE MESSAGE ARGS...: flowbulk ARGS exits with CODE and
-# says MESSAGE on stderr.
-expect_failure() {
-	local code=$1 message=$2 rc=0
-	shift 2
-	fb "$@" 2>"$errors" >/dev/null || rc=$?
-	if [ "$rc" = "$code" ] && grep -qF -- "$message" "$errors"; then
-		log_pass "flowbulk $* -> exit $code, \"$message\""
-	else
-		log_fail "flowbulk $* -> exit $rc, stderr: $(cat "$errors") (wanted exit $code, \"$message\")"
-		ret=1
-	fi
-}
 
 fb table add inet fw
 fb flowtable add inet fw ft hook ingress priority -10 devices veth0,veth1 counter
@@ -116,24 +102,24 @@ check "rules: meta l4proto tcp|udp counter flow add @ft" offload_rules_as_reques
 # Bad requests against the real kernel: each has its message and exit code,
 # and the ruleset is the same afterwards.
 before=$(nft_json)
-expect_failure 1 "cannot add table inet fw: Could not process rule: File exists" table add inet fw
-expect_failure 1 "cannot add flowtable inet nope ft: No such file or directory" \
+fb_expect_failure 1 "cannot add table inet fw: Could not process rule: File exists" table add inet fw
+fb_expect_failure 1 "cannot add flowtable inet nope ft: No such file or directory" \
 	flowtable add inet nope ft hook ingress devices veth0
-expect_failure 1 "cannot add flowtable inet fw ft: Could not process rule: File exists" \
+fb_expect_failure 1 "cannot add flowtable inet fw ft: Could not process rule: File exists" \
 	flowtable add inet fw ft hook ingress devices veth0
 # veth0 is in ft: a device is in one flowtable of a table only.
-expect_failure 1 "cannot add flowtable inet fw ft2: Could not process rule: File exists" \
+fb_expect_failure 1 "cannot add flowtable inet fw ft2: Could not process rule: File exists" \
 	flowtable add inet fw ft2 hook ingress devices veth0
-expect_failure 2 "device \"nosuch0\" does not exist" \
+fb_expect_failure 2 "device \"nosuch0\" does not exist" \
 	flowtable add inet fw ft2 hook ingress devices nosuch0
-expect_failure 2 "is out of range" \
+fb_expect_failure 2 "is out of range" \
 	flowtable add inet fw ft2 hook ingress priority 2147483648 devices veth0
-expect_failure 1 "cannot add offload rule for flowtable ip plain nope in chain forward: " \
+fb_expect_failure 1 "cannot add offload rule for flowtable ip plain nope in chain forward: " \
 	offload add ip plain nope
-expect_failure 1 "cannot delete flowtable inet fw ft: Could not process rule: Device or resource busy" \
+fb_expect_failure 1 "cannot delete flowtable inet fw ft: Could not process rule: Device or resource busy" \
 	flowtable delete inet fw ft
-expect_failure 1 "cannot delete table ip6 nope: Could not process rule: No such file or directory" table delete ip6 nope
-expect_failure 2 "unknown family \"netdev\"" table add netdev n
+fb_expect_failure 1 "cannot delete table ip6 nope: Could not process rule: No such file or directory" table delete ip6 nope
+fb_expect_failure 2 "unknown family \"netdev\"" table add netdev n
 after=$(nft_json)
 unchanged() { [ "$before" = "$after" ]; }
 check "failed requests changed nothing (no chain left from the failed offload batch)" unchanged

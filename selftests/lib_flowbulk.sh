@@ -76,3 +76,18 @@ nfb_stats_agree() {
 	diff <(echo "$before") <(echo "$after") | sed 's/^/INFO:   /'
 	return 1
 }
+
+# fb_expect_failure CODE MESSAGE ARGS...: the test's fb ARGS (flowbulk in
+# its namespace) exits with CODE and says MESSAGE on stderr.
+fb_expect_failure() {
+	local code=$1 message=$2 rc=0 errors
+	shift 2
+	errors=$(fb "$@" 2>&1 >/dev/null) || rc=$?
+	if [ "$rc" = "$code" ] && grep -qF -- "$message" <<<"$errors"; then
+		log_pass "flowbulk $* -> exit $code, \"$message\""
+	else
+		log_fail "flowbulk $* -> exit $rc, stderr: $errors (wanted exit $code, \"$message\")"
+		# shellcheck disable=SC2034 # lib.sh's test status
+		ret=1
+	fi
+}
