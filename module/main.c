@@ -275,6 +275,7 @@ static void __exit nf_flow_bulk_exit(void)
 	/* No new attachment, then no hook and no notifier, then the netns data. */
 	nfb_genl_fini();
 	nfb_attach_fini();
+	nfb_test_hold_release();
 	unregister_pernet_subsys(&nfb_net_ops);
 	nfb_xmit_fini();
 	nfb_fastpath_fini();

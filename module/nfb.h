@@ -247,6 +247,7 @@ void nfb_flush_local(void);
 int nfb_xmit_init(void);
 void nfb_xmit_fini(void);
 void nfb_wait_inflight(struct nfb_net *nn);
+void nfb_test_hold_release(void);
 
 /* netlink.c */
 int nfb_genl_init(void);

@@ -71,13 +71,10 @@ static void nfb_kick_cpu(void *unused)
 	napi_schedule(&this_cpu_ptr(nfb_cpus)->napi);
 }
 
-static int nfb_test_hold_set(const char *val, const struct kernel_param *kp)
+/* Runs every CPU's poll, on that CPU: the queues are per CPU, unlocked. */
+static void nfb_kick_all(void)
 {
-	int cpu, err;
-
-	err = param_set_bool(val, kp);
-	if (err || READ_ONCE(nfb_test_hold) || !nfb_cpus)
-		return err;
+	int cpu;
 
 	cpus_read_lock();
 	for_each_possible_cpu(cpu) {
@@ -91,7 +88,31 @@ static int nfb_test_hold_set(const char *val, const struct kernel_param *kp)
 		local_bh_enable();
 	}
 	cpus_read_unlock();
+}
+
+static int nfb_test_hold_set(const char *val, const struct kernel_param *kp)
+{
+	int err;
+
+	err = param_set_bool(val, kp);
+	if (err || READ_ONCE(nfb_test_hold) || !nfb_cpus)
+		return err;
+	nfb_kick_all();
 	return 0;
+}
+
+/*
+ * Module exit: a test killed while holding leaves test_hold set, and the
+ * namespaces' exits would then wait for the held packets forever. They are
+ * released instead (sent, or dropped and counted, as on a clear).
+ */
+void nfb_test_hold_release(void)
+{
+	if (!READ_ONCE(nfb_test_hold))
+		return;
+	pr_warn("test_hold still set at unload: releasing the held packets\n");
+	WRITE_ONCE(nfb_test_hold, false);
+	nfb_kick_all();
 }
 
 static const struct kernel_param_ops nfb_test_hold_ops = {

@@ -12,7 +12,10 @@
 #      released (dropped as dev_down), and the deletion then completes;
 #   3. the CPU that queued them goes offline: releasing drains its queue
 #      elsewhere, and they are delivered;
-#   4. the router's namespace is deleted: its exit waits for them.
+#   4. the router's namespace is deleted: its exit waits for them;
+#   5. the module is unloaded with test_hold still set (a test killed while
+#      holding): the unload releases them instead of waiting forever, and
+#      they are delivered.
 # The runner fails the test on any kernel trouble (BUG, WARNING, refcount,
 # "waiting for ... to become free"). Unload and reload: nfb_reload.sh.
 # Long under TCG on a busy host (up to ~280 s seen):
@@ -135,6 +138,28 @@ echo 0 >"$hold"
 # The namespace's exit waits for its queued packets, then its devices go:
 # the server's peer device disappears when r1 is freed.
 check "netns: deleted, its devices freed" busywait 10000 gone "$S" s0
+cleanup_all_ns
+
+# 5. Unloaded while holding (last: the module is gone afterwards). Should
+# the unload hang, clearing test_hold by hand lets it finish.
+topology
+rx0=$(server_rx)
+t0=$(taken)
+echo 1 >"$hold"
+send_on 0 20
+check "unload: 20 packets taken and held" busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 20)) ]"
+nfb_unload_module &
+unload_pid=$!
+check "unload with test_hold set: completes" \
+	busywait 30000 eval "! kill -0 $unload_pid 2>/dev/null"
+if kill -0 "$unload_pid" 2>/dev/null; then
+	echo 0 >"$hold"
+	busywait 30000 eval "! kill -0 $unload_pid 2>/dev/null" ||
+		echo "INFO: unload still hangs after test_hold was cleared by hand"
+fi
+check "unload: the held packets are delivered" \
+	busywait 10000 eval "[ \"\$(server_rx)\" -ge $((rx0 + 20)) ]"
+if ! kill -0 "$unload_pid" 2>/dev/null; then wait "$unload_pid" || true; fi
 cleanup_all_ns
 
 exit "$ret"
