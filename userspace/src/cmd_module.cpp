@@ -77,16 +77,17 @@ std::string mean_bulk_text(uint64_t packets, uint64_t bulks) {
   return mean_bulk_text(static_cast<double>(packets), static_cast<double>(bulks));
 }
 
-Json reasons_json(const std::vector<uint64_t>& counters, std::span<const std::string_view> names,
-                  const char* unit) {
+// Every known name, even at zero, so consumers see a stable shape; plus
+// whatever newer ids the kernel sent. `key` names the kind ("reason",
+// "encap", "xmit").
+Json counters_json(const std::vector<uint64_t>& counters, std::span<const std::string_view> names,
+                   const char* key) {
   Json list = Json::array();
-  // Every known reason, even at zero, so consumers see a stable shape; plus
-  // whatever newer reasons the kernel sent.
   const size_t count = std::max(counters.size(), names.size());
   for (size_t i = 0; i < count; ++i) {
-    list.push_back(Json{{"reason", reason_name(names, i)},
+    list.push_back(Json{{key, reason_name(names, i)},
                         {"id", i},
-                        {unit, i < counters.size() ? counters[i] : 0}});
+                        {"packets", i < counters.size() ? counters[i] : 0}});
   }
   return list;
 }
@@ -115,9 +116,11 @@ Json stats_json(const CpuStats& stats) {
       {"fallback", sum(stats.fallback)},
       {"dropped", sum(stats.drop)},
       {"histogram", histogram_json(stats.histogram)},
-      {"decline", reasons_json(stats.decline, decline_reason_names(), "packets")},
-      {"fallbacks", reasons_json(stats.fallback, fallback_reason_names(), "packets")},
-      {"drops", reasons_json(stats.drop, drop_reason_names(), "packets")},
+      {"decline", counters_json(stats.decline, decline_reason_names(), "reason")},
+      {"fallbacks", counters_json(stats.fallback, fallback_reason_names(), "reason")},
+      {"drops", counters_json(stats.drop, drop_reason_names(), "reason")},
+      {"taken_encap", counters_json(stats.taken_encap, encap_names(), "encap")},
+      {"taken_xmit", counters_json(stats.taken_xmit, xmit_type_names(), "xmit")},
   };
 }
 
@@ -137,7 +140,18 @@ std::string nonzero_reasons_text(const std::vector<uint64_t>& counters,
 void print_stats_text(std::ostream& out, const std::vector<CpuStats>& per_cpu, int detail) {
   const CpuStats total = total_stats(per_cpu);
   TextTable summary({{"COUNTER"}, {"VALUE", TextTable::Align::kRight}, {"DETAIL"}});
-  summary.add_row({"packets", std::to_string(total.packets), ""});
+  // "encap: none 30, vlan 30; xmit: neigh 60": how the taken packets came
+  // in and went out.
+  std::string taken;
+  for (const auto& [label, counters, names] :
+       {std::tuple{"encap: ", &total.taken_encap, encap_names()},
+        std::tuple{"xmit: ", &total.taken_xmit, xmit_type_names()}}) {
+    const std::string text = nonzero_reasons_text(*counters, names);
+    if (!text.empty()) {
+      taken += (taken.empty() ? "" : "; ") + std::string(label) + text;
+    }
+  }
+  summary.add_row({"packets", std::to_string(total.packets), taken});
   summary.add_row({"bulks", std::to_string(total.bulks),
                    "mean " + mean_bulk_text(total.packets, total.bulks) + " packets per bulk"});
   summary.add_row({"declined", std::to_string(sum(total.decline)),

@@ -60,6 +60,13 @@ constexpr std::array<std::string_view, __NFB_FALLBACK_MAX> kFallbackReasons = {
 constexpr std::array<std::string_view, __NFB_DROP_MAX> kDropReasons = {
     "dev_down", "no_neigh", "validate", "xmit", "queue_full", "nomem", "header",
 };
+constexpr std::array<std::string_view, __NFB_ENCAP_MAX> kEncaps = {
+    "none", "vlan", "vlan2", "pppoe", "vlan_pppoe",
+};
+constexpr std::array<std::string_view, __NFB_XMIT_MAX> kXmitTypes = {
+    "neigh",
+    "direct",
+};
 
 }  // namespace
 
@@ -71,6 +78,12 @@ std::span<const std::string_view> fallback_reason_names() {
 }
 std::span<const std::string_view> drop_reason_names() {
   return kDropReasons;
+}
+std::span<const std::string_view> encap_names() {
+  return kEncaps;
+}
+std::span<const std::string_view> xmit_type_names() {
+  return kXmitTypes;
 }
 
 std::string reason_name(std::span<const std::string_view> names, size_t index) {

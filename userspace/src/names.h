@@ -21,6 +21,9 @@ std::string_view family_names_text();
 std::span<const std::string_view> decline_reason_names();
 std::span<const std::string_view> fallback_reason_names();
 std::span<const std::string_view> drop_reason_names();
+// Names of the taken-packet breakdowns (enum nfb_encap, enum nfb_xmit).
+std::span<const std::string_view> encap_names();
+std::span<const std::string_view> xmit_type_names();
 // The name of reason `index` in `names`, or the number when the kernel is
 // newer than this tool (the enums are append-only).
 std::string reason_name(std::span<const std::string_view> names, size_t index);

@@ -152,6 +152,8 @@ std::optional<CpuStats> parse_cpu_stats(const nlmsghdr& message) {
   cpu.decline = parse_counter_nest(stats[NFB_STATS_A_DECLINE]);
   cpu.fallback = parse_counter_nest(stats[NFB_STATS_A_FALLBACK]);
   cpu.drop = parse_counter_nest(stats[NFB_STATS_A_DROP]);
+  cpu.taken_encap = parse_counter_nest(stats[NFB_STATS_A_TAKEN_ENCAP]);
+  cpu.taken_xmit = parse_counter_nest(stats[NFB_STATS_A_TAKEN_XMIT]);
   return cpu;
 }
 
@@ -168,6 +170,8 @@ CpuStats& CpuStats::operator+=(const CpuStats& other) {
   add_counters(decline, other.decline);
   add_counters(fallback, other.fallback);
   add_counters(drop, other.drop);
+  add_counters(taken_encap, other.taken_encap);
+  add_counters(taken_xmit, other.taken_xmit);
   return *this;
 }
 

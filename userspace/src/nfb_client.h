@@ -44,6 +44,10 @@ struct CpuStats {
   std::vector<uint64_t> decline;
   std::vector<uint64_t> fallback;
   std::vector<uint64_t> drop;
+  // Taken packets by receive encapsulation and by transmit type (each sums
+  // to `packets`); empty from a module older than these counters.
+  std::vector<uint64_t> taken_encap;
+  std::vector<uint64_t> taken_xmit;
 
   CpuStats& operator+=(const CpuStats& other);
 };

@@ -182,7 +182,7 @@ TEST_F(CliTest, StatsTextSumsCpusAndNamesReasons) {
   const std::string unknown = std::to_string(__NFB_DECLINE_MAX);
   EXPECT_EQ(out(),
             "COUNTER   VALUE  DETAIL\n"
-            "packets      60\n"
+            "packets      60  encap: none 30, vlan 30; xmit: neigh 45, direct 15\n"
             "bulks        20  mean 3.00 packets per bulk\n"
             "declined      6  miss 5, " +
                 unknown +
@@ -230,6 +230,14 @@ TEST_F(CliTest, StatsJsonHasTotalsCpusAndArrays) {
   EXPECT_EQ(total["histogram"][1], Json::parse(R"({"bucket": "2-3", "min": 2, "max": 3,
                                                     "bulks": 10})"));
   EXPECT_TRUE(total["histogram"][NFB_HIST_BUCKETS - 1]["max"].is_null());
+  ASSERT_TRUE(total["taken_encap"].is_array());
+  EXPECT_EQ(total["taken_encap"].size(), static_cast<size_t>(__NFB_ENCAP_MAX));
+  EXPECT_EQ(total["taken_encap"][NFB_ENCAP_VLAN],
+            Json::parse(R"({"encap": "vlan", "id": 1, "packets": 30})"));
+  EXPECT_EQ(total["taken_encap"][NFB_ENCAP_VLAN_PPPOE]["packets"], 0);
+  ASSERT_TRUE(total["taken_xmit"].is_array());
+  EXPECT_EQ(total["taken_xmit"][NFB_XMIT_DIRECT],
+            Json::parse(R"({"xmit": "direct", "id": 1, "packets": 15})"));
   ASSERT_EQ(document["stats"]["cpus"].size(), 2U);
   EXPECT_EQ(document["stats"]["cpus"][1]["cpu"], 1);
   EXPECT_EQ(document["stats"]["cpus"][1]["packets"], 20);

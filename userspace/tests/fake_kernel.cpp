@@ -184,6 +184,8 @@ Datagram stats_message(const nlmsghdr& request, uint32_t cpu, uint64_t packets, 
   put_counters(header, NFB_STATS_A_DECLINE, decline);
   put_counters(header, NFB_STATS_A_FALLBACK, {0, 1, 0, 0, 0});
   put_counters(header, NFB_STATS_A_DROP, {0, 0, 0, 0, 0, 2});
+  put_counters(header, NFB_STATS_A_TAKEN_ENCAP, {packets / 2, packets - packets / 2});
+  put_counters(header, NFB_STATS_A_TAKEN_XMIT, {packets - packets / 4, packets / 4});
   mnl_attr_nest_end(header, stats);
   return reply.datagram();
 }

@@ -61,7 +61,9 @@ constexpr uint16_t kFakeFamilyId = 0x2a;
 Datagram attachment_message(const nlmsghdr& request, const char* table, const char* name,
                             int32_t priority,
                             const std::vector<std::pair<uint32_t, const char*>>& devices);
-// NFB_CMD_GET_STATS dump message; fallback {0,1,0,0,0}, drop {...,2}.
+// NFB_CMD_GET_STATS dump message; fallback {0,1,0,0,0}, drop {...,2},
+// taken_encap {packets/2 none, the rest vlan}, taken_xmit {the rest neigh,
+// packets/4 direct}.
 Datagram stats_message(const nlmsghdr& request, uint32_t cpu, uint64_t packets, uint64_t bulks,
                        const std::vector<uint64_t>& histogram,
                        const std::vector<uint64_t>& decline);
