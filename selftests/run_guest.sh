@@ -24,6 +24,9 @@ else
 	mapfile -t tests < <(make -s --no-print-directory -C "$here" list)
 fi
 timeout=$(sed -n 's/^timeout=//p' "$here/settings")
+case "${NFB_TIMEOUT_SCALE:-1}" in
+'' | *[!0-9]* | 0*) echo "NFB_TIMEOUT_SCALE=$NFB_TIMEOUT_SCALE: not a positive number" >&2; exit 2 ;;
+esac
 kernel_trouble='BUG:|WARNING:|Oops|KASAN|refcount_t:|unregister_netdevice: waiting'
 
 # QEMU's multi-threaded TCG can let a vCPU run a stale translation of code
@@ -68,6 +71,8 @@ for t in "${tests[@]}"; do
 	# A test may ask for more time than settings gives every test.
 	t_timeout=$(sed -n 's/^# nfb-timeout: *\([0-9][0-9]*\)$/\1/p' "$here/$t")
 	t_timeout=${t_timeout:-$timeout}
+	# NFB_TIMEOUT_SCALE=N: N times every limit (the debug kernel is slower).
+	t_timeout=$((t_timeout * ${NFB_TIMEOUT_SCALE:-1}))
 	set +e
 	timeout -k 10 "$t_timeout" "$here/$t" >"$log" 2>&1
 	rc=$?
