@@ -245,7 +245,7 @@ run_case() {
 	read -r e0 x0 q0 f0 < <(counters "$enc" "$xm")
 	# One CPU sends, so one CPU of the router receives (order).
 	if ! ip netns exec "$snd" taskset -c 0 python3 "${PY[@]}" send "$src" "$dst" "$port" "$N"; then
-		log_fail "$name: no echo from the receiver"
+		log_fail "$name: the sender failed (no echo from the receiver, or a send error above)"
 		ret=1
 		cap_stop
 		return
