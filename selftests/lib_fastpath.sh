@@ -30,6 +30,19 @@ fp_genl() {
 
 # fp_stat NS EXPR: one number from 'nfb_genl.py stats' (a python expression
 # over t = the totals), e.g. fp_stat "$R" 't["packets"]'.
+# fp_kernel_pushes_encap: true on kernels (6.19 on) whose stock hook pushes
+# the egress VLAN / PPPoE header itself on the real device, which the module
+# does not: there the module declines every flow with an encapsulation on
+# either side (decline "encap"; it probes this at build time, FLOW_TUPLE_TUN
+# in module/conftest.sh) and the stock hook must deliver them.
+fp_kernel_pushes_encap() {
+	local major rest minor
+	major=$(uname -r | cut -d. -f1)
+	rest=$(uname -r | cut -d. -f2)
+	minor=${rest%%[!0-9]*}
+	[ "$major" -gt 6 ] || { [ "$major" -eq 6 ] && [ "$minor" -ge 19 ]; }
+}
+
 fp_stat() {
 	ip netns exec "$1" python3 -c "
 import sys

@@ -218,11 +218,12 @@ verdict() {
 	EOF
 }
 
-# counters ENC XMIT: "taken_as_ENC taken_as_XMIT forward_chain fallback_qdisc"
+# counters ENC XMIT: "taken_as_ENC taken_as_XMIT fallback_qdisc
+# declined_encap forward_chain"
 counters() {
-	local m="0 0 0"
+	local m="0 0 0 0"
 	if [ "$stock" != 1 ]; then
-		m=$(fp_stat "$R" "'%d %d %d' % (t['taken_encap']['$1'], t['taken_xmit']['$2'], t['fallback']['qdisc'])")
+		m=$(fp_stat "$R" "'%d %d %d %d' % (t['taken_encap']['$1'], t['taken_xmit']['$2'], t['fallback']['qdisc'], t['decline']['encap'])")
 	fi
 	echo "$m $(fp_nft_counters "$R" chain inet fp fwdchain)"
 }
@@ -237,12 +238,12 @@ offloaded() {
 # taken_xmit counters it must land in.
 run_case() {
 	local name=$1 snd=$2 src=$3 rcv=$4 dst=$5 port=$6 enc=$7 xm=$8
-	local e0 x0 q0 f0 e1 x1 q1 f1 all good ppp sel
+	local e0 x0 q0 d0 f0 e1 x1 q1 d1 f1 all good ppp sel
 	local min=$((N * 99 / 100))
 
 	recv_start "$rcv" "$dst" "$port"
 	cap_start
-	read -r e0 x0 q0 f0 < <(counters "$enc" "$xm")
+	read -r e0 x0 q0 d0 f0 < <(counters "$enc" "$xm")
 	# One CPU sends, so one CPU of the router receives (order).
 	if ! ip netns exec "$snd" taskset -c 0 python3 "${PY[@]}" send "$src" "$dst" "$port" "$N"; then
 		log_fail "$name: the sender failed (no echo from the receiver, or a send error above)"
@@ -251,7 +252,7 @@ run_case() {
 		return
 	fi
 	check "$name: $N datagrams arrived complete, intact, in order" verdict "$port" "$N"
-	read -r e1 x1 q1 f1 < <(counters "$enc" "$xm")
+	read -r e1 x1 q1 d1 f1 < <(counters "$enc" "$xm")
 	cap_stop "$N"
 	echo "INFO: $name: conntrack: $(ip netns exec "$R" conntrack -L -p udp --dport "$port" 2>/dev/null)"
 	check "$name: conntrack shows the flow [OFFLOAD]" offloaded "$port"
@@ -259,8 +260,12 @@ run_case() {
 		echo "INFO: $name: stock flowtable, slow path $((f1 - f0))"
 		check "$name: <= 1 % through the forward chain (stock flowtable)" \
 			test $((f1 - f0)) -le $((N - min))
+	elif fp_kernel_pushes_encap; then
+		echo "INFO: $name: declined as encap $((d1 - d0)), taken as $enc $((e1 - e0)), slow path $((f1 - f0))"
+		check "$name: >= 99 % declined as encap (this kernel's stock hook pushes PPPoE)" \
+			test $((d1 - d0)) -ge "$min" -a $((e1 - e0)) -eq 0
 	else
-		echo "INFO: $name: taken as $enc $((e1 - e0)), as $xm $((x1 - x0)), fallback qdisc $((q1 - q0)), slow path $((f1 - f0))"
+		echo "INFO: $name: taken as $enc $((e1 - e0)), as $xm $((x1 - x0)), fallback qdisc $((q1 - q0)), declined as encap $((d1 - d0)), slow path $((f1 - f0))"
 		check "$name: >= 99 % taken by the module as $enc" \
 			test $((e1 - e0)) -ge "$min"
 		check "$name: >= 99 % taken by the module as $xm transmit" \
