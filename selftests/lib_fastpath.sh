@@ -43,6 +43,28 @@ fp_kernel_pushes_encap() {
 	[ "$major" -gt 6 ] || { [ "$major" -eq 6 ] && [ "$minor" -ge 19 ]; }
 }
 
+# fp_stream_recv NS ADDR PORT: nfb_encap.py's receiver of a numbered stream
+# in NS, until its end marker; its verdict goes to $FP_TMP/verdict.PORT.
+fp_stream_recv() {
+	rm -f "$FP_TMP/verdict.$3"
+	ip netns exec "$1" python3 "$FP_DIR/nfb_encap.py" recv "$2" "$3" "$FP_TMP/verdict.$3" &
+	busywait 30000 fp_udp_listening "$1" "$3"
+}
+
+# fp_stream_verdict PORT EXPECTED: the receiver on PORT got EXPECTED
+# datagrams, unique, in order, intact (the verdict is printed).
+fp_stream_verdict() {
+	local f=$FP_TMP/verdict.$1
+	busywait 30000 test -s "$f" || { echo "no verdict on port $1"; return 1; }
+	python3 - "$f" "$2" <<-'EOF'
+	import json, sys
+	v = json.load(open(sys.argv[1]))
+	ok = v["got"] == int(sys.argv[2]) and v["in_order"] and v["unique"] and v["intact"]
+	print("INFO:", v)
+	sys.exit(0 if ok else 1)
+	EOF
+}
+
 fp_stat() {
 	ip netns exec "$1" python3 -c "
 import sys

@@ -155,28 +155,6 @@ cap_count() {
 	tcpdump -r "$FP_TMP/cap.pcap" -nn "$@" 2>/dev/null | wc -l
 }
 
-# recv_start ADDR PORT [NS]: a receiver in NS (default S).
-recv_start() {
-	local ns=${3:-$S}
-	rm -f "$FP_TMP/verdict.$2"
-	ip netns exec "$ns" python3 "${PY[@]}" recv "$1" "$2" "$FP_TMP/verdict.$2" &
-	busywait 30000 fp_udp_listening "$ns" "$2"
-}
-
-# verdict PORT EXPECTED: the receiver on PORT got EXPECTED datagrams,
-# unique, in order, intact.
-verdict() {
-	local f=$FP_TMP/verdict.$1
-	busywait 30000 test -s "$f" || { echo "no verdict on port $1"; return 1; }
-	python3 - "$f" "$2" <<-'EOF'
-	import json, sys
-	v = json.load(open(sys.argv[1]))
-	ok = v["got"] == int(sys.argv[2]) and v["in_order"] and v["unique"] and v["intact"]
-	print("INFO:", v)
-	sys.exit(0 if ok else 1)
-	EOF
-}
-
 # mstat EXPR: one number from the module's totals (t).
 mstat() {
 	fp_stat "$R" "$1"
@@ -199,7 +177,7 @@ run_case() {
 		snd=$S
 		rcv=$C
 	fi
-	recv_start "$dst" "$port" "$rcv"
+	fp_stream_recv "$rcv" "$dst" "$port"
 	cap_start "$rcv" "$capif"
 	read -r e0 x0 d0 < <(mstat "'%d %d %d' % (t['taken_encap']['$enc'], t['taken_xmit']['$xm'], t['decline']['encap'])")
 	f0=$(fp_nft_counters "$R" chain inet fp fwdchain)
@@ -212,7 +190,7 @@ run_case() {
 		cap_stop
 		return
 	fi
-	check "$name: $N datagrams arrived complete, intact, in order" verdict "$port" "$N"
+	check "$name: $N datagrams arrived complete, intact, in order" fp_stream_verdict "$port" "$N"
 	read -r e1 x1 d1 < <(mstat "'%d %d %d' % (t['taken_encap']['$enc'], t['taken_xmit']['$xm'], t['decline']['encap'])")
 	f1=$(fp_nft_counters "$R" chain inet fp fwdchain)
 	cap_stop "$N"
@@ -264,7 +242,7 @@ flows=("10.0.11.1,10.0.2.1,6011,46011,0" "10.0.1.1,10.0.12.1,6012,46012,0"
 	"10.0.11.1,10.0.22.1,6013,46013,0")
 for f in "${flows[@]}"; do
 	IFS=, read -r src dst port sport _ <<<"$f"
-	recv_start "$dst" "$port"
+	fp_stream_recv "$S" "$dst" "$port"
 	ip netns exec "$C" python3 "${PY[@]}" probe "$src" "$dst" "$port" "$sport"
 done
 # An echoed probe offloads its flow (the reply is confirmed).
@@ -283,7 +261,7 @@ ip netns exec "$C" python3 "${PY[@]}" end "${flows[@]}"
 for f in "${flows[@]}"; do
 	IFS=, read -r src dst port sport _ <<<"$f"
 	check "mixed: $dst:$port got its $rounds datagrams intact and in order" \
-		verdict "$port" "$rounds"
+		fp_stream_verdict "$port" "$rounds"
 done
 cap_stop $((3 * rounds))
 echo "INFO: mixed: $(mstat '{k: t[k] for k in ("packets", "bulks", "hist", "taken_encap")}')"

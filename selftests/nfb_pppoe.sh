@@ -197,27 +197,6 @@ cap_count() {
 	tcpdump -r "$FP_TMP/$1.pcap" -nn "$2" 2>/dev/null | wc -l
 }
 
-# recv_start NS ADDR PORT: a receiver in NS.
-recv_start() {
-	rm -f "$FP_TMP/verdict.$3"
-	ip netns exec "$1" python3 "${PY[@]}" recv "$2" "$3" "$FP_TMP/verdict.$3" &
-	busywait 30000 fp_udp_listening "$1" "$3"
-}
-
-# verdict PORT EXPECTED: the receiver on PORT got EXPECTED datagrams,
-# unique, in order, intact.
-verdict() {
-	local f=$FP_TMP/verdict.$1
-	busywait 30000 test -s "$f" || { echo "no verdict on port $1"; return 1; }
-	python3 - "$f" "$2" <<-'EOF'
-	import json, sys
-	v = json.load(open(sys.argv[1]))
-	ok = v["got"] == int(sys.argv[2]) and v["in_order"] and v["unique"] and v["intact"]
-	print("INFO:", v)
-	sys.exit(0 if ok else 1)
-	EOF
-}
-
 # counters ENC XMIT: "taken_as_ENC taken_as_XMIT fallback_qdisc
 # declined_encap forward_chain"
 counters() {
@@ -241,7 +220,7 @@ run_case() {
 	local e0 x0 q0 d0 f0 e1 x1 q1 d1 f1 all good ppp sel
 	local min=$((N * 99 / 100))
 
-	recv_start "$rcv" "$dst" "$port"
+	fp_stream_recv "$rcv" "$dst" "$port"
 	cap_start
 	read -r e0 x0 q0 d0 f0 < <(counters "$enc" "$xm")
 	# One CPU sends, so one CPU of the router receives (order).
@@ -251,7 +230,7 @@ run_case() {
 		cap_stop
 		return
 	fi
-	check "$name: $N datagrams arrived complete, intact, in order" verdict "$port" "$N"
+	check "$name: $N datagrams arrived complete, intact, in order" fp_stream_verdict "$port" "$N"
 	read -r e1 x1 q1 d1 f1 < <(counters "$enc" "$xm")
 	cap_stop "$N"
 	echo "INFO: $name: conntrack: $(ip netns exec "$R" conntrack -L -p udp --dport "$port" 2>/dev/null)"
