@@ -14,6 +14,7 @@
   nfb_encap.py end FLOW...            the end marker of each flow
   nfb_encap.py raw IFNAME KIND N      N malformed frames out of IFNAME
 
+Addresses are IPv4 or IPv6 (recv, probe, send, burst).
 Datagram: 4-byte sequence number, then a payload derived from it, so that
 the receiver checks every byte without a reference file.
 """
@@ -33,15 +34,19 @@ def payload(seq):
     return (block * (SIZE // len(block) + 1))[:SIZE]
 
 
+def family(addr):
+    return socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+
 def sock(src, sport=0):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s = socket.socket(family(src), socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((src, sport))
     return s
 
 
 def recv(addr, port, out):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s = socket.socket(family(addr), socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE
     s.bind((addr, int(port)))
     s.settimeout(120)

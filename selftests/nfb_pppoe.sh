@@ -3,27 +3,34 @@
 #
 # PPPoE end to end through the module.
 #
-#   C: c0 (no address)    pppc 10.0.4.1, PPPoE client (pppd, kernel plugin)
-#   R: r0 (no address)    pppr 10.0.4.254, PPPoE server side (pppd, kernel
-#                         plugin attached to the session nfb_pppoe.py's
-#                         access concentrator handed out on r0)
-#      r1 10.0.2.254
-#   S: s0 10.0.2.1
-# Flowtable on r0 r1: the flow through pppr resolves (dev_fill_forward_path)
-# to r0 with a PPPoE session encapsulation.
+#   C: c0 (no address)    pppc 10.0.4.1 fd00:4::1, PPPoE client (pppd,
+#                         kernel plugin), session 4660
+#      c0.10 (802.1Q 10)  pppc2 10.0.5.1, PPPoE client inside VLAN 10,
+#                         session 4661
+#   R: r0 (no address)    pppr 10.0.4.254 fd00:4::fe, PPPoE server side
+#                         (pppd, kernel plugin attached to the session
+#                         nfb_pppoe.py's access concentrator handed out)
+#      r0.10              pppr2 10.0.5.254, the same inside VLAN 10
+#      r1 10.0.2.254 fd00:2::254
+#   S: s0 10.0.2.1 fd00:2::1
+# Flowtable on r0 r1: a flow through pppr resolves (dev_fill_forward_path)
+# to r0 with a PPPoE session encapsulation, one through pppr2 to r0 with
+# a VLAN tag and a PPPoE session.
 #
-# Cases: PPPoE -> Ethernet (C to S: arrives on r0 in a PPPoE session, taken
-# as encapsulation pppoe) and Ethernet -> PPPoE (S to C: arrives plain on r1,
-# taken as none, leaves through pppr and so in the PPPoE session on r0).
+# Cases, each way (PPPoE -> Ethernet: arrives on r0 encapsulated, taken as
+# pppoe or vlan_pppoe; Ethernet -> PPPoE: arrives plain on r1, taken as
+# none, leaves with the header(s) pushed): IPv4, IPv6 (PPP protocol 0x57),
+# and IPv4 in a PPPoE session inside VLAN 10.
 # For each: the data arrives complete, intact and in order; at least 99 %
 # of the stream was taken by the module; conntrack shows the flow
 # [OFFLOAD]; captures on c0 and s0 show every data packet in the session
-# (right session id and MAC addresses) on the PPPoE side and plain on the
-# other.
+# (right session id, VLAN id and MAC addresses) on the PPPoE side and
+# plain on the other.
 #
 # NFB_PPPOE_STOCK=1: the same without the module (the stock flowtable
 # alone): the module's counters are not checked, the forward chain must
 # have seen at most 1 % of each stream instead.
+# nfb-timeout: 900
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -34,7 +41,10 @@ nfb_require_tool ip nft python3 tcpdump pppd conntrack
 
 PY=("$FP_DIR/nfb_encap.py")
 N=500
+# The IPv6 and VLAN cases send fewer: they add code paths, not volume.
+N_MORE=200
 SID=4660
+SID2=4661
 stock=${NFB_PPPOE_STOCK:-0}
 PPP_PIDS=()
 CAP_PIDS=()
@@ -89,6 +99,41 @@ has_addr() {
 	ip -n "$1" -4 addr show dev "$2" 2>/dev/null | grep -q "inet $3 "
 }
 
+# has_ll6 NS DEV: IPV6CP is up on DEV (pppd set its link-local address).
+has_ll6() {
+	ip -n "$1" -6 addr show dev "$2" 2>/dev/null | grep -q "inet6 fe80::"
+}
+
+# session NAME R_IF C_IF SID R_PPP C_PPP ADDRS PPPD_OPTION...: discovery
+# on R's R_IF (nfb_pppoe.py's access concentrator), C's pppd on C_IF
+# (device C_PPP), then R's pppd (device R_PPP) joined to the session it
+# got; ADDRS is R's:C's IPv4 address. Sets sid and cmac (the client's MAC
+# address).
+session() {
+	local name=$1 ifname=$2 ifname_c=$3 want=$4 sdev=$5 cdev=$6 addrs=$7
+	local f=$FP_TMP/session.$1
+	shift 7
+	ip netns exec "$R" python3 "$FP_DIR/nfb_pppoe.py" ac "$ifname" "$want" "$f" &
+	busywait 30000 test -e "$f.ready"
+	pppd_start "$C" "$FP_TMP/pppd-client-$name.log" "nic-$ifname_c" ifname "$cdev" \
+		noipdefault "$@"
+	if ! busywait 60000 test -s "$f"; then
+		ppp_logs
+		log_fail "topology: no PPPoE discovery ($name)"
+		exit "$ksft_fail"
+	fi
+	read -r sid cmac <"$f"
+	echo "INFO: PPPoE session $sid with $cmac ($name)"
+	pppd_start "$R" "$FP_TMP/pppd-server-$name.log" "nic-$ifname" ifname "$sdev" \
+		pppoe-sess "$sid:$cmac" "$addrs" "$@"
+	if ! busywait 60000 has_addr "$C" "$cdev" "${addrs#*:}" ||
+		! busywait 30000 has_addr "$R" "$sdev" "${addrs%:*}"; then
+		ppp_logs
+		log_fail "topology: the PPP link did not come up ($name)"
+		exit "$ksft_fail"
+	fi
+}
+
 ppp_logs() {
 	local f
 	for f in "$FP_TMP"/*.log; do
@@ -102,34 +147,38 @@ topology() {
 	ip link add c0 netns "$C" type veth peer name r0 netns "$R"
 	ip link add s0 netns "$S" type veth peer name r1 netns "$R"
 	ip -n "$R" addr add 10.0.2.254/24 dev r1
+	ip -n "$R" addr add fd00:2::254/64 dev r1 nodad
 	ip -n "$S" addr add 10.0.2.1/24 dev s0
+	ip -n "$S" addr add fd00:2::1/64 dev s0 nodad
 	for l in "$C c0" "$R r0" "$R r1" "$S s0"; do
 		read -r ns dev <<<"$l"
 		ip -n "$ns" link set "$dev" up
 	done
+	ip -n "$C" link add link c0 name c0.10 type vlan id 10
+	ip -n "$R" link add link r0 name r0.10 type vlan id 10
+	ip -n "$C" link set c0.10 up
+	ip -n "$R" link set r0.10 up
 	ip -n "$S" route add default via 10.0.2.254
-	ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
+	ip -n "$S" -6 route add default via fd00:2::254
+	ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
 
-	# Discovery on r0, then both ends of the session.
-	ip netns exec "$R" python3 "$FP_DIR/nfb_pppoe.py" ac r0 "$SID" "$FP_TMP/session" &
-	busywait 30000 test -e "$FP_TMP/session.ready"
-	pppd_start "$C" "$FP_TMP/pppd-client.log" nic-c0 ifname pppc noipdefault
-	if ! busywait 60000 test -s "$FP_TMP/session"; then
+	# One session at a time: an access concentrator on r0 would also
+	# see the tagged discovery of the client on c0.10.
+	session plain r0 c0 "$SID" pppr pppc 10.0.4.254:10.0.4.1 +ipv6
+	sid1=$sid
+	session vlan r0.10 c0.10 "$SID2" pppr2 pppc2 10.0.5.254:10.0.5.1
+	sid2=$sid
+	if ! busywait 30000 has_ll6 "$C" pppc || ! busywait 30000 has_ll6 "$R" pppr; then
 		ppp_logs
-		log_fail "topology: no PPPoE discovery"
+		log_fail "topology: IPV6CP did not come up"
 		exit "$ksft_fail"
 	fi
-	read -r sid cmac <"$FP_TMP/session"
-	echo "INFO: PPPoE session $sid with $cmac"
-	pppd_start "$R" "$FP_TMP/pppd-server.log" nic-r0 ifname pppr \
-		pppoe-sess "$sid:$cmac" 10.0.4.254:10.0.4.1
-	if ! busywait 60000 has_addr "$C" pppc 10.0.4.1 ||
-		! busywait 30000 has_addr "$R" pppr 10.0.4.254; then
-		ppp_logs
-		log_fail "topology: the PPP link did not come up"
-		exit "$ksft_fail"
-	fi
+	ip -n "$C" addr add fd00:4::1/64 dev pppc nodad
+	ip -n "$R" addr add fd00:4::fe/64 dev pppr nodad
 	ip -n "$C" route add 10.0.2.0/24 dev pppc
+	ip -n "$C" -6 route add fd00:2::/64 dev pppc
+	ip -n "$C" rule add from 10.0.5.1 table 5
+	ip -n "$C" route add default dev pppc2 table 5
 	echo "INFO: R: $(tc -n "$R" qdisc show dev pppr)"
 	echo "INFO: C's /proc/net/pppoe: $(ip netns exec "$C" tail -n +2 /proc/net/pppoe)"
 
@@ -143,8 +192,12 @@ topology() {
 		}
 	}
 	EOF
-	busywait 30000 ip netns exec "$C" ping -c1 -W1 -q 10.0.2.1 >/dev/null ||
-		{ ppp_logs; log_fail "topology: 10.0.4.1 -> 10.0.2.1"; exit "$ksft_fail"; }
+	local a
+	for a in "10.0.4.1 10.0.2.1" "fd00:4::1 fd00:2::1" "10.0.5.1 10.0.2.1"; do
+		read -r src dst <<<"$a"
+		busywait 30000 ip netns exec "$C" ping -c1 -W1 -q -I "$src" "$dst" >/dev/null ||
+			{ ppp_logs; log_fail "topology: $src -> $dst"; exit "$ksft_fail"; }
+	done
 }
 
 mac_of() {
@@ -207,38 +260,44 @@ counters() {
 	echo "$m $(fp_nft_counters "$R" chain inet fp fwdchain)"
 }
 
-# offloaded PORT: conntrack shows the flow to PORT offloaded.
+# offloaded PORT ipv4|ipv6: conntrack shows the flow to PORT offloaded.
 offloaded() {
-	ip netns exec "$R" conntrack -L -p udp --dport "$1" 2>/dev/null | grep -q OFFLOAD
+	ip netns exec "$R" conntrack -L -f "$2" -p udp --dport "$1" 2>/dev/null |
+		grep -q OFFLOAD
 }
 
-# run_case NAME SND SRC RCV DST PORT ENC XMIT
-# A stream from SRC in SND to DST in RCV; ENC / XMIT: the taken_encap and
-# taken_xmit counters it must land in.
+# run_case NAME SND SRC RCV DST PORT ENC XMIT N SID VLAN
+# N datagrams from SRC in SND to DST in RCV; ENC / XMIT: the taken_encap
+# and taken_xmit counters they must land in; on c0 they travel in PPPoE
+# session SID, inside VLAN VLAN unless it is "-".
 run_case() {
-	local name=$1 snd=$2 src=$3 rcv=$4 dst=$5 port=$6 enc=$7 xm=$8
-	local e0 x0 q0 d0 f0 e1 x1 q1 d1 f1 all good ppp sel
-	local min=$((N * 99 / 100))
+	local name=$1 snd=$2 src=$3 rcv=$4 dst=$5 port=$6 enc=$7 xm=$8 n=$9
+	local psid=${10} vid=${11}
+	local e0 x0 q0 d0 f0 e1 x1 q1 d1 f1 all good ppp sel where l3=ip fam=ipv4
+	local min=$((n * 99 / 100))
 
+	case "$dst" in *:*) l3=ip6 fam=ipv6 ;; esac
 	fp_stream_recv "$rcv" "$dst" "$port"
 	cap_start
 	read -r e0 x0 q0 d0 f0 < <(counters "$enc" "$xm")
 	# One CPU sends, so one CPU of the router receives (order).
-	if ! ip netns exec "$snd" taskset -c 0 python3 "${PY[@]}" send "$src" "$dst" "$port" "$N"; then
+	if ! ip netns exec "$snd" taskset -c 0 python3 "${PY[@]}" send "$src" "$dst" "$port" "$n"; then
 		log_fail "$name: the sender failed (no echo from the receiver, or a send error above)"
 		ret=1
 		cap_stop
 		return
 	fi
-	check "$name: $N datagrams arrived complete, intact, in order" fp_stream_verdict "$port" "$N"
+	# First, before the flowtable's 30 s idle timeout can end the flow
+	# on a slow guest.
+	echo "INFO: $name: conntrack: $(ip netns exec "$R" conntrack -L -f "$fam" -p udp --dport "$port" 2>/dev/null)"
+	check "$name: conntrack shows the flow [OFFLOAD]" offloaded "$port" "$fam"
+	check "$name: $n datagrams arrived complete, intact, in order" fp_stream_verdict "$port" "$n"
 	read -r e1 x1 q1 d1 f1 < <(counters "$enc" "$xm")
-	cap_stop "$N"
-	echo "INFO: $name: conntrack: $(ip netns exec "$R" conntrack -L -p udp --dport "$port" 2>/dev/null)"
-	check "$name: conntrack shows the flow [OFFLOAD]" offloaded "$port"
+	cap_stop "$n"
 	if [ "$stock" = 1 ]; then
 		echo "INFO: $name: stock flowtable, slow path $((f1 - f0))"
 		check "$name: <= 1 % through the forward chain (stock flowtable)" \
-			test $((f1 - f0)) -le $((N - min))
+			test $((f1 - f0)) -le $((n - min))
 	elif fp_kernel_pushes_encap; then
 		echo "INFO: $name: declined as encap $((d1 - d0)), taken as $enc $((e1 - e0)), slow path $((f1 - f0))"
 		check "$name: >= 99 % declined as encap (this kernel's stock hook pushes PPPoE)" \
@@ -251,29 +310,35 @@ run_case() {
 			test $((x1 - x0)) -ge "$min"
 	fi
 
-	# The wire. PPPoE side (c0): every data packet in session SID between
-	# the client's and the router's MAC addresses; "pppoes" moves the
-	# offsets of what follows it, so it goes after the MAC checks.
-	sel="dst host $dst and udp dst port $port"
+	# The wire. PPPoE side (c0): every data packet in session PSID
+	# (inside VLAN VID) between the client's and the router's MAC
+	# addresses; "vlan" and "pppoes" move the offsets of what follows
+	# them, so they go after the MAC checks, in the order of the headers.
+	sel="$l3 and dst host $dst and udp dst port $port"
 	if [ "$snd" = "$C" ]; then
 		ppp="ether src $cmac and ether dst $rmac"
 	else
 		ppp="ether src $rmac and ether dst $cmac"
 	fi
-	ppp="$ppp and pppoes $sid and $sel and greater 500"
+	where="PPPoE session $psid"
+	if [ "$vid" != - ]; then
+		ppp="$ppp and vlan $vid"
+		where="$where inside VLAN $vid"
+	fi
+	ppp="$ppp and pppoes $psid and $sel and greater 500"
 	all=$(cap_count c0 "greater 500")
 	good=$(cap_count c0 "$ppp")
 	echo "INFO: $name: c0: $all data packets, $good match '$ppp'"
-	check "$name: c0 (PPPoE side): all $N data packets in PPPoE session $sid" \
-		test "$good" -eq "$N" -a "$all" -eq "$N"
-	# Plain side (s0): no PPPoE header, the IPv4 packet right after
-	# the Ethernet header.
+	check "$name: c0 (PPPoE side): all $n data packets in $where" \
+		test "$good" -eq "$n" -a "$all" -eq "$n"
+	# Plain side (s0): no tag, no PPPoE header, the IP packet right
+	# after the Ethernet header.
 	all=$(cap_count s0 "greater 500")
-	good=$(cap_count s0 "ip and $sel and greater 500")
-	ppp=$(cap_count s0 "pppoes and greater 500")
-	echo "INFO: $name: s0: $all data packets, $good plain IPv4 '$sel', $ppp PPPoE"
-	check "$name: s0 (plain side): all $N data packets plain IPv4, none PPPoE" \
-		test "$good" -eq "$N" -a "$all" -eq "$N" -a "$ppp" -eq 0
+	good=$(cap_count s0 "$sel and greater 500")
+	ppp=$(cap_count s0 "(pppoes or vlan) and greater 500")
+	echo "INFO: $name: s0: $all data packets, $good plain '$sel', $ppp PPPoE or tagged"
+	check "$name: s0 (plain side): all $n data packets plain $l3, none PPPoE or tagged" \
+		test "$good" -eq "$n" -a "$all" -eq "$n" -a "$ppp" -eq 0
 }
 
 modprobe pppoe
@@ -286,8 +351,16 @@ topology
 cmac=$(mac_of "$C" c0)
 rmac=$(mac_of "$R" r0)
 
-run_case "pppoe -> ethernet" "$C" 10.0.4.1 "$S" 10.0.2.1 6001 pppoe neigh
-run_case "ethernet -> pppoe" "$S" 10.0.2.1 "$C" 10.0.4.1 6002 none neigh
+run_case "pppoe -> ethernet" "$C" 10.0.4.1 "$S" 10.0.2.1 6001 pppoe neigh "$N" "$sid1" -
+run_case "ethernet -> pppoe" "$S" 10.0.2.1 "$C" 10.0.4.1 6002 none neigh "$N" "$sid1" -
+run_case "ipv6: pppoe -> ethernet" "$C" fd00:4::1 "$S" fd00:2::1 6003 pppoe neigh \
+	"$N_MORE" "$sid1" -
+run_case "ipv6: ethernet -> pppoe" "$S" fd00:2::1 "$C" fd00:4::1 6004 none neigh \
+	"$N_MORE" "$sid1" -
+run_case "vlan 10 + pppoe -> ethernet" "$C" 10.0.5.1 "$S" 10.0.2.1 6005 vlan_pppoe neigh \
+	"$N_MORE" "$sid2" 10
+run_case "ethernet -> vlan 10 + pppoe" "$S" 10.0.2.1 "$C" 10.0.5.1 6006 none neigh \
+	"$N_MORE" "$sid2" 10
 
 if [ "$stock" != 1 ]; then
 	echo "INFO: module: $(fp_stat "$R" '{k: t[k] for k in ("packets", "bulks", "taken_encap", "taken_xmit", "fallback")}')"
