@@ -4,23 +4,42 @@
 # Differential oracle: the same seeded traffic through the router twice,
 # once with the stock flowtable alone and once with the module attached;
 # what reaches the server and the ICMP errors that come back to the client
-# must be the same, packet for packet and in the same order per flow, and
-# must be what was sent.
+# must be the same, packet for packet and in the same order per flow, with
+# the same MAC addresses and VLAN tags, and must be what was sent.
 #
-#   nfb_oracle.sh [--seed N] [--gro-batch N]
+#   nfb_oracle.sh [--seed N] [--gro-batch N] [--topology T[,T...]]
 #
 # --seed N (or NFB_ORACLE_SEED=N; default 1, "random" draws one) seeds the
 # traffic; --gro-batch N (NFB_ORACLE_GRO_BATCH) sets net.core.gro_normal_batch
-# for both runs (default 1, see below). A failure prints the seed, the
-# first differing packet per flow and the command that reproduces it.
+# for both runs (default 1, see below); --topology (NFB_ORACLE_TOPOLOGY)
+# picks the topologies, "all" (the default) runs plain, vlan and bridge one
+# after the other, each a pair of runs with its own verdict lines prefixed
+# by its name. A failure prints the seed, the topology, the first differing
+# packet per flow and the command that reproduces it.
+#
+# Topologies (C - R - S, flowtable ft on R's real devices r0 r1, r1's side
+# at MTU 1280 on the device that holds the addresses):
+#   plain   lib_fastpath.sh's fp_topology: addresses on c0, r0, r1, s0.
+#   vlan    C's side tagged 802.1Q 10 (c0.10, r0.10), S's side 20 (r1.20,
+#           s0.20), addresses on the VLAN devices: R pops tag 10 on
+#           receive and pushes 20 on transmit. The module must count what
+#           it takes as vlan (taken_encap); on kernels whose stock hook
+#           pushes the tag itself (6.19 on, fp_kernel_pushes_encap) it must
+#           decline those flows (encap) instead.
+#   bridge  S behind R's bridge br0 (port r1, addresses on br0): the C -> S
+#           flows transmit with cached MAC addresses
+#           (FLOW_OFFLOAD_XMIT_DIRECT, taken_xmit direct).
+# C's and S's frames carry their side's tag in their bytes; the captures
+# read a tag both from skb->vlan_tci (PACKET_AUXDATA) and from the bytes.
 #
 # The traffic (nfb_oracle.py): 8 flows (UDP, TCP x IPv4, IPv6 x masquerade
 # or not), offloaded by warm-up packets before anything is measured, then
-# about 250 packets of random sizes in bursts: mostly data, mixed with
-# packets of those offloaded flows that must take the slow path: IPv4
-# options, over the egress MTU with DF (ICMP frag-needed) and without
-# (fragmented), IPv6 over the MTU (packet too big), TTL / hop limit 1
-# (time exceeded), and each TCP flow ends with a FIN or a RST.
+# packets of random sizes in bursts (about 250 in plain, about 150 in vlan
+# and bridge): mostly data, mixed with packets of those offloaded flows that
+# must take the slow path: IPv4 options, over the egress MTU with DF (ICMP
+# frag-needed) and without (fragmented), IPv6 over the MTU (packet too big),
+# TTL / hop limit 1 (time exceeded), and each TCP flow ends with a FIN or a
+# RST.
 #
 # Bursts: the module reorders only what waits in its per-CPU queue, so
 # the router must receive several packets in one NAPI poll. r0 and r1 run
@@ -28,7 +47,8 @@
 # pinned to the generator's CPU; the generator sends each burst as
 # SCHED_FIFO, so the kthread polls the whole burst at once. The module's
 # bulk-size histogram must show bulks of 2 or more, else the test fails.
-# Long under TCG on a busy host (up to ~280 s seen):
+# Under TCG: 52-206 s for the three topologies with up to three other guests
+# busy on a 2-core host (the plain one alone took up to ~280 s on a busy host):
 # nfb-timeout: 600
 set -eu
 # shellcheck source=selftests/lib.sh
@@ -38,22 +58,38 @@ source "$(dirname "$0")/lib_fastpath.sh"
 
 seed=${NFB_ORACLE_SEED:-1}
 gro_batch=${NFB_ORACLE_GRO_BATCH:-1}
+topologies=${NFB_ORACLE_TOPOLOGY:-all}
+usage="usage: $0 [--seed N] [--gro-batch N] [--topology plain|vlan|bridge|all[,...]]"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--seed) seed=${2:?--seed N}; shift 2 ;;
 	--gro-batch) gro_batch=${2:?--gro-batch N}; shift 2 ;;
-	*) echo "usage: $0 [--seed N] [--gro-batch N]" >&2; exit "$ksft_fail" ;;
+	--topology) topologies=${2:?--topology T}; shift 2 ;;
+	*) echo "$usage" >&2; exit "$ksft_fail" ;;
 	esac
 done
 [ "$seed" != random ] || seed=$((RANDOM * 32768 + RANDOM))
 case "$seed$gro_batch" in
 '' | *[!0-9]*) echo "seed and batch are numbers: $seed $gro_batch" >&2; exit "$ksft_fail" ;;
 esac
+topos=()
+for t in ${topologies//,/ }; do
+	case "$t" in
+	all) topos+=(plain vlan bridge) ;;
+	plain | vlan | bridge) topos+=("$t") ;;
+	*) echo "unknown topology '$t'; $usage" >&2; exit "$ksft_fail" ;;
+	esac
+done
+[ ${#topos[@]} -gt 0 ] || { echo "$usage" >&2; exit "$ksft_fail"; }
 
-nfb_require_tool ip nft python3 ethtool conntrack
+nfb_require_tool ip bridge nft python3 ethtool conntrack
 
 ORACLE=("$FP_DIR/nfb_oracle.py")
 SYSCTL_RESTORE=()
+# The topology being run, and R's device on S's side (its addresses, MTU
+# 1280, masquerade, neighbours).
+topo=
+RS_DEV=
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
@@ -68,22 +104,11 @@ cleanup() {
 trap cleanup EXIT
 
 repro() {
-	local env="NFB_ORACLE_SEED=$seed"
+	local env="NFB_ORACLE_SEED=$seed NFB_ORACLE_TOPOLOGY=$topo"
 	[ "$gro_batch" = 1 ] || env="$env NFB_ORACLE_GRO_BATCH=$gro_batch"
 	[ -z "${NFB_KMOD_DIR:-}" ] || env="$env NFB_KMOD_DIR=$NFB_KMOD_DIR"
 	printf 'tools/vm/run --kernel %s -- env %s selftests/run_guest.sh nfb_oracle.sh' \
 		"$(uname -r)" "$env"
-}
-
-# The global ICMP limits (per namespace on newer kernels, global on 6.1).
-icmp_limits() {
-	local k
-	for k in net.ipv4.icmp_msgs_per_sec net.ipv4.icmp_msgs_burst; do
-		sysctl_set "$k" 100000
-	done
-	ip netns exec "$R" sysctl -qw net.ipv4.icmp_ratelimit=0 \
-		net.ipv6.icmp.ratelimit=0 net.ipv4.icmp_msgs_per_sec=100000 \
-		net.ipv4.icmp_msgs_burst=100000
 }
 
 # sysctl_set KEY VALUE in the initial namespace, restored at exit.
@@ -92,13 +117,25 @@ sysctl_set() {
 	sysctl -qw "$1=$2"
 }
 
-mac() {
-	ip -n "$1" -br link show "$2" | awk '{ print $3 }'
+# Fixed MAC addresses (a run's output reads the same in every boot): c0,
+# R's r0, R's r1, s0, R's br0 (not r1's: the cached source address of the
+# bridge topology's DIRECT transmit must be br0's).
+MAC_C=02:00:00:00:01:01
+MAC_R0=02:00:00:00:01:fe
+MAC_R1=02:00:00:00:02:fe
+MAC_S=02:00:00:00:02:01
+MAC_BR=02:00:00:00:03:fe
+
+# ns_batch NS: the ip commands on stdin in NS, one process (each one costs
+# about a second under TCG on a busy host).
+ns_batch() {
+	ip -n "$1" -batch -
 }
 
-# end_drop NS DEV: NS's stack never sees the TCP and UDP that DEV receives.
+# end_drop NS DEV: NS's stack never sees the TCP and UDP that DEV receives
+# (tagged or not: the core has moved the tag to vlan_tci by then).
 end_drop() {
-	ip netns exec "$1" nft -f - <<-EOF
+	ip netns exec "$1" sh -ec "nft -f -; ethtool -K $2 tso off >/dev/null" <<-EOF
 	table netdev oracle {
 		chain in {
 			type filter hook ingress device $2 priority 0;
@@ -106,13 +143,15 @@ end_drop() {
 		}
 	}
 	EOF
-	ip netns exec "$1" ethtool -K "$2" tso off >/dev/null
 }
 
-# The ruleset of R: flowtable ft on r0 r1, every TCP and UDP flow offloaded,
-# masquerade for the source ports 30000-39999.
+# The ruleset of R, in $FP_TMP/$topo/ruleset.nft (nfb_oracle.py loads it
+# again between the runs): flowtable ft on r0 r1 (the real devices, as
+# nfb_encap.sh: the flowtable resolves VLAN and bridge paths to them),
+# every TCP and UDP flow offloaded, masquerade for the source ports
+# 30000-39999 out of $RS_DEV.
 oracle_ruleset() {
-	ip netns exec "$R" nft -f - <<-EOF
+	cat >"$FP_TMP/$topo/ruleset.nft" <<-EOF
 	table inet fp {
 		flowtable ft { hook ingress priority 0; devices = { r0, r1 }; counter; }
 		chain fwdchain {
@@ -122,73 +161,177 @@ oracle_ruleset() {
 		}
 		chain post {
 			type nat hook postrouting priority srcnat;
-			oifname "r1" meta l4proto { tcp, udp } th sport 30000-39999 masquerade
+			oifname "$RS_DEV" meta l4proto { tcp, udp } th sport 30000-39999 masquerade
 		}
 	}
 	EOF
+	ip netns exec "$R" nft -f "$FP_TMP/$topo/ruleset.nft"
 }
 
-# C - R - S with r1's MTU 1280; C and S drop the TCP and UDP they receive
-# (their stacks must not answer the generator's packets; the captures see
-# them first); R has permanent neighbours and no ICMP rate limits.
+# oracle_topology: the topology $topo (see the top). C, R and S are new
+# namespaces each time (oracle_ns_del removes them); the addresses are
+# lib_fastpath.sh's, on the devices of the topology. C and S drop the TCP
+# and UDP they receive (their stacks must not answer the generator's
+# packets; the captures see them first); R has permanent neighbours and no
+# ICMP rate limits, and r0 and r1 receive in threaded veth NAPI mode (the
+# bursts). Sets RS_DEV.
 oracle_topology() {
-	local cmac smac
-	fp_topology
-	ip -n "$R" link set r1 mtu 1280
+	local var name cd=c0 rc=r0 sd=s0 c_up='' r_up='' s_up='' batch=''
+	for var in C R S; do
+		name="$var-$(mktemp -u XXXXXX)"
+		NS_LIST+=("$name")
+		printf -v "$var" '%s' "$name"
+		batch+="netns add $name"$'\n'
+	done
+	batch+="link add c0 netns $C address $MAC_C type veth peer name r0 netns $R address $MAC_R0"$'\n'
+	batch+="link add s0 netns $S address $MAC_S type veth peer name r1 netns $R address $MAC_R1"
+	ip -batch - <<<"$batch"
+	case "$topo" in
+	plain)
+		RS_DEV=r1
+		r_up="link set r1 mtu 1280"
+		;;
+	vlan)
+		# The egress MTU on the VLAN device (the route's, which the stock
+		# flowtable takes for the flow and the stack for its ICMP
+		# errors); r1 keeps 1500.
+		cd=c0.10 rc=r0.10 RS_DEV=r1.20 sd=s0.20
+		c_up="link add link c0 name c0.10 type vlan id 10
+			link set c0.10 up"
+		r_up="link add link r0 name r0.10 type vlan id 10
+			link add link r1 name r1.20 type vlan id 20
+			link set r0.10 up
+			link set r1.20 mtu 1280 up"
+		s_up="link add link s0 name s0.20 type vlan id 20
+			link set s0.20 up"
+		;;
+	bridge)
+		# br0's MTU is the route's; its port r1 keeps 1500.
+		RS_DEV=br0
+		r_up="link add br0 address $MAC_BR type bridge
+			link set r1 master br0
+			link set br0 mtu 1280 up"
+		;;
+	esac
+	ns_batch "$C" <<-EOF
+	link set lo up
+	link set c0 up
+	$c_up
+	addr add 10.0.1.1/24 dev $cd
+	addr add fd00:1::1/64 dev $cd nodad
+	route add default via 10.0.1.254
+	route add default via fd00:1::fe
+	EOF
+	ns_batch "$R" <<-EOF
+	link set lo up
+	link set r0 up
+	link set r1 up
+	$r_up
+	addr add 10.0.1.254/24 dev $rc
+	addr add fd00:1::fe/64 dev $rc nodad
+	addr add 10.0.2.254/24 dev $RS_DEV
+	addr add fd00:2::fe/64 dev $RS_DEV nodad
+	neigh replace 10.0.1.1 lladdr $MAC_C nud permanent dev $rc
+	neigh replace fd00:1::1 lladdr $MAC_C nud permanent dev $rc
+	neigh replace 10.0.2.1 lladdr $MAC_S nud permanent dev $RS_DEV
+	neigh replace fd00:2::1 lladdr $MAC_S nud permanent dev $RS_DEV
+	EOF
+	ns_batch "$S" <<-EOF
+	link set lo up
+	link set s0 up
+	$s_up
+	addr add 10.0.2.1/24 dev $sd
+	addr add fd00:2::1/64 dev $sd nodad
+	route add default via 10.0.2.254
+	route add default via fd00:2::fe
+	EOF
+	# The flowtable's path to S (for the DIRECT transmit) goes through
+	# the bridge's FDB entry for S's address.
+	[ "$topo" != bridge ] ||
+		bridge -n "$R" fdb replace "$MAC_S" dev r1 master static
+	# ICMP limits: per namespace on newer kernels, global on 6.1 (set
+	# once, at the start).
+	ip netns exec "$R" sh -ec "
+		sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 \
+			net.ipv4.icmp_ratelimit=0 net.ipv6.icmp.ratelimit=0 \
+			net.ipv4.icmp_msgs_per_sec=100000 net.ipv4.icmp_msgs_burst=100000
+		ethtool -K r0 gro on
+		ethtool -K r1 gro on
+		echo 1 > /sys/class/net/r0/threaded
+		echo 1 > /sys/class/net/r1/threaded"
 	oracle_ruleset
 	end_drop "$C" c0
 	end_drop "$S" s0
-	cmac=$(mac "$C" c0)
-	smac=$(mac "$S" s0)
-	ip -n "$R" -batch - <<-EOF
-	neigh replace 10.0.1.1 lladdr $cmac nud permanent dev r0
-	neigh replace fd00:1::1 lladdr $cmac nud permanent dev r0
-	neigh replace 10.0.2.1 lladdr $smac nud permanent dev r1
-	neigh replace fd00:2::1 lladdr $smac nud permanent dev r1
-	EOF
-	icmp_limits
-	# Bursts: r0 and r1 receive in veth NAPI mode, threaded.
-	ip netns exec "$R" sh -ec "ethtool -K r0 gro on; ethtool -K r1 gro on
-		echo 1 > /sys/class/net/r0/threaded
-		echo 1 > /sys/class/net/r1/threaded"
+	# Nothing to wait for: static addresses without DAD, permanent
+	# neighbours, a bridge without STP. The warm-up fails loudly if a
+	# packet does not get through.
 }
 
-ct_empty() {
-	[ "$(ip netns exec "$R" sysctl -n net.netfilter.nf_conntrack_count)" = 0 ]
+# oracle_ns_del: C, R and S go, in one process.
+oracle_ns_del() {
+	local ns batch=''
+	for ns in "${NS_LIST[@]}"; do
+		batch+="netns del $ns"$'\n'
+	done
+	ip -batch - <<<"$batch"
+	NS_LIST=()
 }
 
-# Between the runs: a new flowtable (the old one and its flows are freed
-# with the table) and no conntrack entry left.
-oracle_reset() {
-	ip netns exec "$R" nft delete table inet fp
-	ip netns exec "$R" conntrack -F >/dev/null 2>&1
-	ip netns exec "$R" conntrack -F -f ipv6 >/dev/null 2>&1
-	busywait 10000 ct_empty
-	oracle_ruleset
-}
+pushes=()
+if fp_kernel_pushes_encap; then pushes=(--kernel-pushes-encap); fi
 
-# oracle_run NAME [ARGS]: the traffic, recorded in $FP_TMP/NAME.json.
-oracle_run() {
-	local name=$1
-	shift
-	python3 "${ORACLE[@]}" run --seed "$seed" --ns "$C" "$R" "$S" \
-		--out "$FP_TMP/$name.json" --cpu $(($(nproc) - 1)) "$@"
+# oracle_pairrun: both runs (nfb_oracle.py pair), in $FP_TMP/$topo/.
+oracle_pairrun() {
+	python3 "${ORACLE[@]}" pair --seed "$seed" --ns "$C" "$R" "$S" \
+		--topology "$topo" "${pushes[@]}" --dir "$FP_TMP/$topo" \
+		--attach inet/fp/ft --ruleset "$FP_TMP/$topo/ruleset.nft" \
+		--cpu $(($(nproc) - 1))
 }
 
 # On failure the two runs are kept for a look with nfb_oracle.py plan /
 # compare.
 keep_runs() {
 	local dir
-	dir=$NFB_REPO/build/selftests/$(uname -r)/nfb_oracle
+	dir=$NFB_REPO/build/selftests/$(uname -r)/nfb_oracle/$topo
 	mkdir -p "$dir"
-	cp "$FP_TMP/stock.json" "$FP_TMP/module.json" "$dir/" 2>/dev/null || true
-	echo "the runs are in $dir (nfb_oracle.py plan|compare)" >&2
+	cp "$FP_TMP/$topo/stock.json" "$FP_TMP/$topo/module.json" "$dir/" 2>/dev/null || true
+	echo "$topo: the runs are in $dir (nfb_oracle.py plan|compare)" >&2
 }
 
-echo "INFO: seed $seed; reproduce with: $(repro)"
+# oracle_pair: both runs in topology $topo and their verdicts, each check
+# prefixed with the topology's name; then the namespaces go.
+oracle_pair() {
+	local before=$ret status what
+	ret=0
+	mkdir -p "$FP_TMP/$topo"
+	echo "INFO: $topo: seed $seed; reproduce with: $(repro)"
+	oracle_topology
+
+	# The reference (the stock flowtable alone), a new flowtable, the
+	# module attached, the verdicts (details above, on stderr): one line
+	# per run first ("stock flowtable run", "module run"), then the
+	# comparisons.
+	check "$topo: both runs and their comparison ran (nfb_oracle.py pair)" oracle_pairrun
+	if [ -f "$FP_TMP/$topo/verdicts" ]; then
+		while read -r status what; do
+			check "$topo: $what" test "$status" = ok
+		done <"$FP_TMP/$topo/verdicts"
+	fi
+
+	if [ "$ret" != 0 ]; then
+		keep_runs
+		echo "seed $seed, topology $topo failed; reproduce with: $(repro)" >&2
+	fi
+	ret=$((ret | before))
+	oracle_ns_del
+}
+
+echo "INFO: seed $seed; topologies ${topos[*]}"
 nfb_load_module
 fp_tmpdir
-oracle_topology
+for k in net.ipv4.icmp_msgs_per_sec net.ipv4.icmp_msgs_burst; do
+	sysctl_set "$k" 100000
+done
 
 # GRO hands the stack its packets in lists of gro_normal_batch (8) and the
 # list receive passes a list's slow-path packets to IP after the whole list
@@ -198,23 +341,7 @@ oracle_topology
 # kernel behaviour out of both runs; --gro-batch 8 shows it.
 sysctl_set net.core.gro_normal_batch "$gro_batch"
 
-# 1. The reference: the stock flowtable alone.
-check "stock flowtable run" oracle_run stock
-
-# 2. The module attached.
-oracle_reset
-check "module run" oracle_run module --attach inet/fp/ft \
-	--ref "$FP_TMP/stock.json" --verdicts "$FP_TMP/verdicts"
-
-# 3. The verdicts (details above, on stderr).
-if [ -f "$FP_TMP/verdicts" ]; then
-	while read -r status what; do
-		check "$what" test "$status" = ok
-	done <"$FP_TMP/verdicts"
-fi
-
-if [ "$ret" != 0 ]; then
-	keep_runs
-	echo "seed $seed failed; reproduce with: $(repro)" >&2
-fi
+for topo in "${topos[@]}"; do
+	oracle_pair
+done
 exit "$ret"
