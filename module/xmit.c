@@ -652,7 +652,15 @@ static int nfb_drain(struct nfb_cpu *c, int budget)
 	 * Work on a private list: a transmit that re-enters the hook on this
 	 * CPU appends to c->queue, never to the packets being grouped here,
 	 * and does not drain (c->draining) ahead of them.
+	 *
+	 * RCU: from the hook this runs inside nf_hook()'s read-side section,
+	 * from nfb_poll() inside none. BH off already keeps every RCU-freed
+	 * object (flows, routes, neighbours) alive, but the neighbour lookup
+	 * helpers use rcu_dereference(), which PROVE_RCU checks against
+	 * rcu_read_lock() (the debug kernel reported it from ksoftirqd), and
+	 * the stock hook calls them with it held: so does this.
 	 */
+	rcu_read_lock();
 	c->draining = true;
 	__skb_queue_head_init(&todo);
 	if (skb_queue_len(&c->queue) <= budget) {
@@ -720,6 +728,7 @@ static int nfb_drain(struct nfb_cpu *c, int budget)
 		nfb_xmit_bulk(&open[i]);
 
 	c->draining = false;
+	rcu_read_unlock();
 	return work;
 }
 
