@@ -5,7 +5,7 @@
 # boots it with --icount). Prints one JSON object per point on stdout.
 #
 #   tools/bench/guest.sh [--links "veth virtio"] [--gro "on off"] [--flows "1 10"]
-#                        [--qdisc "default noqueue"]
+#                        [--qdisc "default noqueue"] [--encap "none vlan pppoe"]
 #                        [--configs "gen-alone drop-west plain stock bulk"]
 #                        [--count N] [--reps N] [--burst N] [--len N]
 #                        [--family 4|6]
@@ -24,6 +24,16 @@
 # routers' egress devices get the device's default qdisc or noqueue
 # (--qdisc), and virtio TX kicks per packet are read from ethtool -S.
 # veth is always noqueue.
+# --encap: what the west - east link carries (tools/bench/topology.sh):
+#   none   plain Ethernet (the default)
+#   vlan   802.1Q id 100, pushed by west, popped by east
+#   pppoe  a kernel-mode PPPoE session, west the client, east the access
+#          concentrator (IPv4 only)
+# The flowtables are on the real devices in every case. Each point's JSON
+# names its encapsulation (encap); for bulk it also gives what the module
+# took per encapsulation and what it sent per packet instead of in a list
+# (module: taken_encap and fallbacks of both routers, from flowbulk -j
+# stats, warm-up included).
 set -eu
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,6 +42,7 @@ cd "$repo"
 source tools/bench/topology.sh
 
 links="veth"
+encaps="none"
 qdiscs="default noqueue"
 gro="on off"
 flows_list="1 10"
@@ -46,6 +57,7 @@ while [ $# -gt 0 ]; do
 	--links) links=$2; shift 2 ;;
 	--gro) gro=$2; shift 2 ;;
 	--qdisc) qdiscs=$2; shift 2 ;;
+	--encap) encaps=$2; shift 2 ;;
 	--flows) flows_list=$2; shift 2 ;;
 	--configs) configs=$2; shift 2 ;;
 	--count) count=$2; shift 2 ;;
@@ -54,6 +66,19 @@ while [ $# -gt 0 ]; do
 	--len) len=$2; shift 2 ;;
 	--family) family=$2; shift 2 ;;
 	*) echo "guest.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+
+for encap in $encaps; do
+	case "$encap" in
+	none | vlan) ;;
+	pppoe)
+		if [ "$family" = 6 ]; then
+			echo "guest.sh: --encap pppoe is IPv4 only" >&2
+			exit 2
+		fi
+		;;
+	*) echo "guest.sh: unknown encapsulation $encap" >&2; exit 2 ;;
 	esac
 done
 
@@ -124,6 +149,20 @@ egress_qdisc() {
 	done
 }
 
+# module_counters: what both routers' module took per encapsulation and
+# sent per packet per reason, summed, as one JSON object
+# ({"encap_vlan": N, "fallback_qdisc": N, ...}).
+module_counters() {
+	local ns
+	for ns in "$NS_WEST" "$NS_EAST"; do
+		in_ns "$ns" "$flowbulk" -j stats
+	done | jq -cs 'map(.stats.total
+		| [(.taken_encap[] | {key: ("encap_" + .encap), value: .packets}),
+		   (.fallbacks[] | {key: ("fallback_" + .reason), value: .packets})]
+		| from_entries)
+		| reduce .[] as $o ({}; reduce ($o | to_entries[]) as $e (.; .[$e.key] += $e.value))'
+}
+
 offloaded() { # offloaded NS: flows of this family in the flowtable
 	in_ns "$1" conntrack -L -f "ipv$family" 2>/dev/null | grep -c OFFLOAD || true
 }
@@ -159,11 +198,11 @@ measure_rep() {
 	fi
 }
 
-point() { # point LINK GRO QDISC CONFIG FLOWS
-	local link=$1 g=$2 q=$3 config=$4 flows=$5 dev=s0 sink_ns=$NS_SUNRISE sink_dev=r0
+point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
+	local link=$1 encap=$2 g=$3 q=$4 config=$5 flows=$6 dev=s0 sink_ns=$NS_SUNRISE sink_dev=r0
 	sent=0 recv=0 reord=0 elapsed=0 wait_ns=0 best=0 best_recv=0 per_rep=()
 	local dmac status=ok west_off=0 east_off=0
-	local kicks0=0 kicks1=0 taken0=0 taken1=0 bulks0=0 bulks1=0
+	local kicks0=0 kicks1=0 taken0=0 taken1=0 bulks0=0 bulks1=0 mod0='{}' mod1='{}'
 	topo_flowtable_del
 	window=$link_window
 	case "$config" in
@@ -192,6 +231,11 @@ point() { # point LINK GRO QDISC CONFIG FLOWS
 		# separate runs. Otherwise one run warms the caches.
 		local round rounds=1
 		case "$config" in stock | bulk) rounds=3 ;; esac
+		# Before the warm-up: flowbulk is a process to load, and the
+		# guest's clock runs ahead while it is read in (icount,
+		# sleep=off); between the warm-up and the runs that could
+		# outlast the flows' 30 s in the flowtable.
+		[ "$config" != bulk ] || mod0=$(module_counters)
 		for ((round = 0; round < rounds; round++)); do
 			gen "$dev" "$dmac" "$flows" "$flows" || true
 		done
@@ -216,12 +260,13 @@ point() { # point LINK GRO QDISC CONFIG FLOWS
 		if [ "$config" = bulk ]; then
 			taken1=$(nfb_stat packets)
 			bulks1=$(nfb_stat bulks)
+			mod1=$(module_counters)
 		fi
 	else
 		measure_rep "$sink_ns"
 	fi
 	jq -cnM --arg kernel "$kver" --arg link "$link" --arg gro "$g" --arg qdisc "$q" \
-		--arg config "$config" --arg status "$status" \
+		--arg encap "$encap" --arg config "$config" --arg status "$status" \
 		--argjson flows "$flows" --argjson family "$family" \
 		--argjson len "$len" --argjson burst "$burst" \
 		--argjson sent "${sent:-0}" --argjson received "${recv:-0}" \
@@ -231,13 +276,17 @@ point() { # point LINK GRO QDISC CONFIG FLOWS
 		--argjson best_received "$best_recv" \
 		--argjson per_rep "[$(IFS=,; echo "${per_rep[*]}")]" \
 		--argjson taken $((taken1 - taken0)) --argjson bulks $((bulks1 - bulks0)) \
-		'{kernel: $kernel, link: $link, gro: $gro, qdisc: $qdisc, config: $config,
+		--argjson mod0 "$mod0" --argjson mod1 "$mod1" \
+		'{kernel: $kernel, link: $link, gro: $gro, qdisc: $qdisc, encap: $encap,
+		  config: $config,
 		  status: $status, flows: $flows, family: $family, len: $len,
 		  burst: $burst, sent: $sent, received: $received,
 		  reordered: $reordered, elapsed_ns: $elapsed_ns, wait_ns: $wait_ns,
 		  best_received: $best_received,
 		  runs: ($per_rep | map(. / 1000)),
 		  taken: $taken, bulks: $bulks,
+		  module: ($mod1 | with_entries(.value -= ($mod0[.key] // 0))
+		    | with_entries(select(.value != 0))),
 		  bulk_mean: (if $bulks > 0 then ($taken / $bulks) else null end),
 		  taken_fraction:
 		    (if $config == "bulk" and $received > 0 then ($taken / (2 * $received)) else null end),
@@ -250,38 +299,40 @@ point() { # point LINK GRO QDISC CONFIG FLOWS
 }
 
 for link in $links; do
-	topo_create "$link"
-	qs=$qdiscs
-	link_window=128
-	if [ "$link" = veth ]; then
-		qs=noqueue
-		link_window=0
-	fi
-	# Resolve every neighbour on the path, both ways, before measuring.
-	in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST4" >/dev/null
-	in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST6" >/dev/null
-	# gen-alone first, before the links carry any traffic: it sends
-	# into a dummy device, but its cost (slab slow paths of 32-skb
-	# bursts) depends on the memory layout that earlier traffic left,
-	# and on virtio-net that traffic is timed by the host. Measured
-	# right after the topology is made, it moves by 0.1 %, not 2 %.
-	first='' rest=''
-	for config in $configs; do
-		if [ "$config" = gen-alone ]; then
-			first=$config
-		else
-			rest="$rest $config"
+	for encap in $encaps; do
+		topo_create "$link" "$encap"
+		qs=$qdiscs
+		link_window=128
+		if [ "$link" = veth ]; then
+			qs=noqueue
+			link_window=0
 		fi
-	done
-	for pass in "$first" "$rest"; do
-		[ -n "$pass" ] || continue
-		for g in $gro; do
-			topo_gro "$g"
-			for q in $qs; do
-				[ "$link" = veth ] || egress_qdisc "$q"
-				for flows in $flows_list; do
-					for config in $pass; do
-						point "$link" "$g" "$q" "$config" "$flows"
+		# Resolve every neighbour on the path, both ways, before measuring.
+		in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST4" >/dev/null
+		[ "$encap" = pppoe ] || in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST6" >/dev/null
+		# gen-alone first, before the links carry any traffic: it sends
+		# into a dummy device, but its cost (slab slow paths of 32-skb
+		# bursts) depends on the memory layout that earlier traffic left,
+		# and on virtio-net that traffic is timed by the host. Measured
+		# right after the topology is made, it moves by 0.1 %, not 2 %.
+		first='' rest=''
+		for config in $configs; do
+			if [ "$config" = gen-alone ]; then
+				first=$config
+			else
+				rest="$rest $config"
+			fi
+		done
+		for pass in "$first" "$rest"; do
+			[ -n "$pass" ] || continue
+			for g in $gro; do
+				topo_gro "$g"
+				for q in $qs; do
+					[ "$link" = veth ] || egress_qdisc "$q"
+					for flows in $flows_list; do
+						for config in $pass; do
+							point "$link" "$encap" "$g" "$q" "$config" "$flows"
+						done
 					done
 				done
 			done
