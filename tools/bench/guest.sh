@@ -118,23 +118,28 @@ kicks() {
 	echo "$n"
 }
 
-# nfb_stat COLUMN: a column of /proc/net/stat/nf_flow_bulk (hex, one row
-# per CPU) summed over CPUs and over both routers.
-nfb_stat() {
-	local ns total=0
+# nfb_stats: the packets and bulks columns of /proc/net/stat/nf_flow_bulk
+# (hex, one row per CPU), each summed over CPUs and over both routers:
+# "PACKETS BULKS". One process per router: it runs between the warm-up and
+# the runs (see point()).
+nfb_stats() {
+	local ns out hdr row i ip ib p=0 b=0
 	for ns in "$NS_WEST" "$NS_EAST"; do
-		total=$((total + $(in_ns "$ns" cat /proc/net/stat/nf_flow_bulk 2>/dev/null | {
-			read -r -a hdr || { echo 0; exit; }
-			idx=-1
-			for i in "${!hdr[@]}"; do [ "${hdr[$i]}" = "$1" ] && idx=$i; done
-			sum=0
-			while read -r -a row; do
-				[ "$idx" -ge 0 ] && sum=$((sum + 16#${row[$idx]}))
+		out=$(in_ns "$ns" cat /proc/net/stat/nf_flow_bulk 2>/dev/null) || continue
+		ip=-1 ib=-1
+		{
+			read -r -a hdr || continue
+			for i in "${!hdr[@]}"; do
+				[ "${hdr[$i]}" != packets ] || ip=$i
+				[ "${hdr[$i]}" != bulks ] || ib=$i
 			done
-			echo "$sum"
-		})))
+			while read -r -a row; do
+				[ "$ip" -lt 0 ] || p=$((p + 16#${row[$ip]}))
+				[ "$ib" -lt 0 ] || b=$((b + 16#${row[$ib]}))
+			done
+		} <<<"$out"
 	done
-	echo "$total"
+	echo "$p $b"
 }
 
 # egress_qdisc default|noqueue on the routers' egress devices.
@@ -244,8 +249,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		# a flow idle for 30 s leaves the flowtable.
 		[ "$link" = veth ] || kicks0=$(kicks)
 		if [ "$config" = bulk ]; then
-			taken0=$(nfb_stat packets)
-			bulks0=$(nfb_stat bulks)
+			read -r taken0 bulks0 < <(nfb_stats)
 		fi
 		# $reps runs; tools/bench/report.py takes the median of every
 		# run of every boot (virtio-net batching moves both ways).
@@ -263,8 +267,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		fi
 		[ "$link" = veth ] || kicks1=$(kicks)
 		if [ "$config" = bulk ]; then
-			taken1=$(nfb_stat packets)
-			bulks1=$(nfb_stat bulks)
+			read -r taken1 bulks1 < <(nfb_stats)
 			mod1=$(module_counters)
 		fi
 	else
