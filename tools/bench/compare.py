@@ -5,7 +5,7 @@
   tools/bench/compare.py A/results.json B/results.json [--limit PCT]
 
 For every point measured in both runs (link, GRO, qdisc, flows, family,
-configuration) prints the two medians of instructions per packet and their
+encapsulation of the west - east link, configuration) prints the two medians of instructions per packet and their
 difference relative to the first; then the largest difference, and whether
 every point of both runs was fully delivered. Exits 1 when a point differs
 by more than --limit percent (default 1) or a point was not delivered.
@@ -16,7 +16,8 @@ import sys
 
 
 def key(p):
-    return (p["link"], p["gro"], p["qdisc"], p["flows"], p["family"], p["config"])
+    return (p["link"], p["gro"], p["qdisc"], p["flows"], p["family"],
+            p.get("encap", "none"), p["config"])
 
 
 def main():
@@ -45,7 +46,9 @@ def main():
     print("| link | GRO | qdisc | flows | IP | config | run A | run B | difference |")
     print("|---|---|---|---|---|---|---|---|---|")
     for k, a, b, d in rows:
-        link, gro, qdisc, flows, fam, config = k
+        link, gro, qdisc, flows, fam, encap, config = k
+        if encap != "none":
+            config = f"{config} ({encap})"
         print(f"| {link} | {gro} | {qdisc} | {flows} | v{fam} | {config} "
               f"| {a:.0f} | {b:.0f} | {d:+.2f} % |")
     print(f"\n{len(rows)} points; largest difference {worst:.2f} % (limit {args.limit} %)")

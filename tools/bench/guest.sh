@@ -5,7 +5,7 @@
 # boots it with --icount). Prints one JSON object per point on stdout.
 #
 #   tools/bench/guest.sh [--links "veth virtio"] [--gro "on off"] [--flows "1 10"]
-#                        [--qdisc "default noqueue"]
+#                        [--qdisc "default noqueue"] [--encap "none vlan pppoe"]
 #                        [--configs "gen-alone drop-west plain stock bulk"]
 #                        [--count N] [--reps N] [--burst N] [--len N]
 #                        [--family 4|6]
@@ -24,6 +24,16 @@
 # routers' egress devices get the device's default qdisc or noqueue
 # (--qdisc), and virtio TX kicks per packet are read from ethtool -S.
 # veth is always noqueue.
+# --encap: what the west - east link carries (tools/bench/topology.sh):
+#   none   plain Ethernet (the default)
+#   vlan   802.1Q id 100, pushed by west, popped by east
+#   pppoe  a kernel-mode PPPoE session, west the client, east the access
+#          concentrator (IPv4 only)
+# The flowtables are on the real devices in every case. Each point's JSON
+# names its encapsulation (encap); for bulk it also gives what the module
+# took per encapsulation and what it sent per packet instead of in a list
+# (module: taken_encap and fallbacks of both routers, from flowbulk -j
+# stats, warm-up included).
 set -eu
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,6 +42,7 @@ cd "$repo"
 source tools/bench/topology.sh
 
 links="veth"
+encaps="none"
 qdiscs="default noqueue"
 gro="on off"
 flows_list="1 10"
@@ -46,6 +57,7 @@ while [ $# -gt 0 ]; do
 	--links) links=$2; shift 2 ;;
 	--gro) gro=$2; shift 2 ;;
 	--qdisc) qdiscs=$2; shift 2 ;;
+	--encap) encaps=$2; shift 2 ;;
 	--flows) flows_list=$2; shift 2 ;;
 	--configs) configs=$2; shift 2 ;;
 	--count) count=$2; shift 2 ;;
@@ -54,6 +66,19 @@ while [ $# -gt 0 ]; do
 	--len) len=$2; shift 2 ;;
 	--family) family=$2; shift 2 ;;
 	*) echo "guest.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+
+for encap in $encaps; do
+	case "$encap" in
+	none | vlan) ;;
+	pppoe)
+		if [ "$family" = 6 ]; then
+			echo "guest.sh: --encap pppoe is IPv4 only" >&2
+			exit 2
+		fi
+		;;
+	*) echo "guest.sh: unknown encapsulation $encap" >&2; exit 2 ;;
 	esac
 done
 
@@ -93,23 +118,28 @@ kicks() {
 	echo "$n"
 }
 
-# nfb_stat COLUMN: a column of /proc/net/stat/nf_flow_bulk (hex, one row
-# per CPU) summed over CPUs and over both routers.
-nfb_stat() {
-	local ns total=0
+# nfb_stats: the packets and bulks columns of /proc/net/stat/nf_flow_bulk
+# (hex, one row per CPU), each summed over CPUs and over both routers:
+# "PACKETS BULKS". One process per router: it runs between the warm-up and
+# the runs (see point()).
+nfb_stats() {
+	local ns out hdr row i ip ib p=0 b=0
 	for ns in "$NS_WEST" "$NS_EAST"; do
-		total=$((total + $(in_ns "$ns" cat /proc/net/stat/nf_flow_bulk 2>/dev/null | {
-			read -r -a hdr || { echo 0; exit; }
-			idx=-1
-			for i in "${!hdr[@]}"; do [ "${hdr[$i]}" = "$1" ] && idx=$i; done
-			sum=0
-			while read -r -a row; do
-				[ "$idx" -ge 0 ] && sum=$((sum + 16#${row[$idx]}))
+		out=$(in_ns "$ns" cat /proc/net/stat/nf_flow_bulk 2>/dev/null) || continue
+		ip=-1 ib=-1
+		{
+			read -r -a hdr || continue
+			for i in "${!hdr[@]}"; do
+				[ "${hdr[$i]}" != packets ] || ip=$i
+				[ "${hdr[$i]}" != bulks ] || ib=$i
 			done
-			echo "$sum"
-		})))
+			while read -r -a row; do
+				[ "$ip" -lt 0 ] || p=$((p + 16#${row[$ip]}))
+				[ "$ib" -lt 0 ] || b=$((b + 16#${row[$ib]}))
+			done
+		} <<<"$out"
 	done
-	echo "$total"
+	echo "$p $b"
 }
 
 # egress_qdisc default|noqueue on the routers' egress devices.
@@ -122,6 +152,20 @@ egress_qdisc() {
 			in_ns "${nd%%:*}" tc qdisc del dev "${nd#*:}" root 2>/dev/null || true
 		fi
 	done
+}
+
+# module_counters: what both routers' module took per encapsulation and
+# sent per packet per reason, summed, as one JSON object
+# ({"encap_vlan": N, "fallback_qdisc": N, ...}).
+module_counters() {
+	local ns
+	for ns in "$NS_WEST" "$NS_EAST"; do
+		in_ns "$ns" "$flowbulk" -j stats
+	done | jq -cs 'map(.stats.total
+		| [(.taken_encap[] | {key: ("encap_" + .encap), value: .packets}),
+		   (.fallbacks[] | {key: ("fallback_" + .reason), value: .packets})]
+		| from_entries)
+		| reduce .[] as $o ({}; reduce ($o | to_entries[]) as $e (.; .[$e.key] += $e.value))'
 }
 
 offloaded() { # offloaded NS: flows of this family in the flowtable
@@ -159,11 +203,11 @@ measure_rep() {
 	fi
 }
 
-point() { # point LINK GRO QDISC CONFIG FLOWS
-	local link=$1 g=$2 q=$3 config=$4 flows=$5 dev=s0 sink_ns=$NS_SUNRISE sink_dev=r0
+point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
+	local link=$1 encap=$2 g=$3 q=$4 config=$5 flows=$6 dev=s0 sink_ns=$NS_SUNRISE sink_dev=r0
 	sent=0 recv=0 reord=0 elapsed=0 wait_ns=0 best=0 best_recv=0 per_rep=()
 	local dmac status=ok west_off=0 east_off=0
-	local kicks0=0 kicks1=0 taken0=0 taken1=0 bulks0=0 bulks1=0
+	local kicks0=0 kicks1=0 taken0=0 taken1=0 bulks0=0 bulks1=0 mod0='{}' mod1='{}'
 	topo_flowtable_del
 	window=$link_window
 	case "$config" in
@@ -192,17 +236,20 @@ point() { # point LINK GRO QDISC CONFIG FLOWS
 		# separate runs. Otherwise one run warms the caches.
 		local round rounds=1
 		case "$config" in stock | bulk) rounds=3 ;; esac
+		# Before the warm-up: flowbulk is a process to load, and the
+		# guest's clock runs ahead while it is read in (icount,
+		# sleep=off); between the warm-up and the runs that could
+		# outlast the flows' 30 s in the flowtable.
+		[ "$config" != bulk ] || mod0=$(module_counters)
 		for ((round = 0; round < rounds; round++)); do
 			gen "$dev" "$dmac" "$flows" "$flows" || true
 		done
-		if [ "$config" = stock ] || [ "$config" = bulk ]; then
-			west_off=$(offloaded "$NS_WEST")
-			east_off=$(offloaded "$NS_EAST")
-		fi
-		kicks0=$(kicks)
+		# As few processes as possible between the warm-up and the
+		# runs: each lets the clock run ahead while it is loaded, and
+		# a flow idle for 30 s leaves the flowtable.
+		[ "$link" = veth ] || kicks0=$(kicks)
 		if [ "$config" = bulk ]; then
-			taken0=$(nfb_stat packets)
-			bulks0=$(nfb_stat bulks)
+			read -r taken0 bulks0 < <(nfb_stats)
 		fi
 		# $reps runs; tools/bench/report.py takes the median of every
 		# run of every boot (virtio-net batching moves both ways).
@@ -212,16 +259,22 @@ point() { # point LINK GRO QDISC CONFIG FLOWS
 			gen "$dev" "$dmac" "$count" "$flows" || status=generator-failed
 			measure_rep "$sink_ns"
 		done
-		kicks1=$(kicks)
+		# The flows in the flowtables, right after the runs refreshed
+		# them (read after the warm-up, they could have left already).
+		if [ "$config" = stock ] || [ "$config" = bulk ]; then
+			west_off=$(offloaded "$NS_WEST")
+			east_off=$(offloaded "$NS_EAST")
+		fi
+		[ "$link" = veth ] || kicks1=$(kicks)
 		if [ "$config" = bulk ]; then
-			taken1=$(nfb_stat packets)
-			bulks1=$(nfb_stat bulks)
+			read -r taken1 bulks1 < <(nfb_stats)
+			mod1=$(module_counters)
 		fi
 	else
 		measure_rep "$sink_ns"
 	fi
 	jq -cnM --arg kernel "$kver" --arg link "$link" --arg gro "$g" --arg qdisc "$q" \
-		--arg config "$config" --arg status "$status" \
+		--arg encap "$encap" --arg config "$config" --arg status "$status" \
 		--argjson flows "$flows" --argjson family "$family" \
 		--argjson len "$len" --argjson burst "$burst" \
 		--argjson sent "${sent:-0}" --argjson received "${recv:-0}" \
@@ -231,13 +284,17 @@ point() { # point LINK GRO QDISC CONFIG FLOWS
 		--argjson best_received "$best_recv" \
 		--argjson per_rep "[$(IFS=,; echo "${per_rep[*]}")]" \
 		--argjson taken $((taken1 - taken0)) --argjson bulks $((bulks1 - bulks0)) \
-		'{kernel: $kernel, link: $link, gro: $gro, qdisc: $qdisc, config: $config,
+		--argjson mod0 "$mod0" --argjson mod1 "$mod1" \
+		'{kernel: $kernel, link: $link, gro: $gro, qdisc: $qdisc, encap: $encap,
+		  config: $config,
 		  status: $status, flows: $flows, family: $family, len: $len,
 		  burst: $burst, sent: $sent, received: $received,
 		  reordered: $reordered, elapsed_ns: $elapsed_ns, wait_ns: $wait_ns,
 		  best_received: $best_received,
 		  runs: ($per_rep | map(. / 1000)),
 		  taken: $taken, bulks: $bulks,
+		  module: ($mod1 | with_entries(.value -= ($mod0[.key] // 0))
+		    | with_entries(select(.value != 0))),
 		  bulk_mean: (if $bulks > 0 then ($taken / $bulks) else null end),
 		  taken_fraction:
 		    (if $config == "bulk" and $received > 0 then ($taken / (2 * $received)) else null end),
@@ -250,38 +307,40 @@ point() { # point LINK GRO QDISC CONFIG FLOWS
 }
 
 for link in $links; do
-	topo_create "$link"
-	qs=$qdiscs
-	link_window=128
-	if [ "$link" = veth ]; then
-		qs=noqueue
-		link_window=0
-	fi
-	# Resolve every neighbour on the path, both ways, before measuring.
-	in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST4" >/dev/null
-	in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST6" >/dev/null
-	# gen-alone first, before the links carry any traffic: it sends
-	# into a dummy device, but its cost (slab slow paths of 32-skb
-	# bursts) depends on the memory layout that earlier traffic left,
-	# and on virtio-net that traffic is timed by the host. Measured
-	# right after the topology is made, it moves by 0.1 %, not 2 %.
-	first='' rest=''
-	for config in $configs; do
-		if [ "$config" = gen-alone ]; then
-			first=$config
-		else
-			rest="$rest $config"
+	for encap in $encaps; do
+		topo_create "$link" "$encap"
+		qs=$qdiscs
+		link_window=128
+		if [ "$link" = veth ]; then
+			qs=noqueue
+			link_window=0
 		fi
-	done
-	for pass in "$first" "$rest"; do
-		[ -n "$pass" ] || continue
-		for g in $gro; do
-			topo_gro "$g"
-			for q in $qs; do
-				[ "$link" = veth ] || egress_qdisc "$q"
-				for flows in $flows_list; do
-					for config in $pass; do
-						point "$link" "$g" "$q" "$config" "$flows"
+		# Resolve every neighbour on the path, both ways, before measuring.
+		in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST4" >/dev/null
+		[ "$encap" = pppoe ] || in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST6" >/dev/null
+		# gen-alone first, before the links carry any traffic: it sends
+		# into a dummy device, but its cost (slab slow paths of 32-skb
+		# bursts) depends on the memory layout that earlier traffic left,
+		# and on virtio-net that traffic is timed by the host. Measured
+		# right after the topology is made, it moves by 0.1 %, not 2 %.
+		first='' rest=''
+		for config in $configs; do
+			if [ "$config" = gen-alone ]; then
+				first=$config
+			else
+				rest="$rest $config"
+			fi
+		done
+		for pass in "$first" "$rest"; do
+			[ -n "$pass" ] || continue
+			for g in $gro; do
+				topo_gro "$g"
+				for q in $qs; do
+					[ "$link" = veth ] || egress_qdisc "$q"
+					for flows in $flows_list; do
+						for config in $pass; do
+							point "$link" "$encap" "$g" "$q" "$config" "$flows"
+						done
 					done
 				done
 			done

@@ -7,7 +7,10 @@
 # Under icount the cpu-clock counts instructions, so the samples are an
 # instruction profile (perf's own sampling costs a little, alike for all).
 #
-#   tools/bench/profile-guest.sh CONFIG [FLOWS] [GRO]
+#   tools/bench/profile-guest.sh CONFIG [FLOWS] [GRO] [ENCAP]
+#
+# ENCAP: none (default), vlan or pppoe on the west - east link
+# (tools/bench/topology.sh).
 set -eu
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,14 +20,15 @@ source tools/bench/topology.sh
 # shellcheck source=selftests/lib.sh
 source selftests/lib.sh
 
-config=${1:?usage: profile-guest.sh stock|bulk [FLOWS] [GRO]}
+config=${1:?usage: profile-guest.sh stock|bulk [FLOWS] [GRO] [ENCAP]}
 flows=${2:-10}
 gro=${3:-on}
+encap=${4:-none}
 count=20000
 
 bench_start
 
-topo_create veth
+topo_create veth "$encap"
 topo_gro "$gro"
 if [ "$config" = bulk ]; then
 	nfb_load_module
@@ -45,13 +49,23 @@ echo reset >"$ctl"
 # One sample every $count instructions while $count packets pass: a
 # symbol's sample count is its instructions per packet (whole path, both
 # routers, generator and sink included).
-perf record -q -e cpu-clock -c "$count" -a -o /tmp/perf.data -- \
+# NFB_CALLERS="sym ...": also record call chains, and print who calls these.
+callg=() flat=()
+[ -z "${NFB_CALLERS:-}" ] || { callg=(-g); flat=(-g none); }
+perf record -q -e cpu-clock -c "$count" "${callg[@]}" -a -o /tmp/perf.data -- \
 	bash -c "echo 'gen dev=s0 dmac=$dmac src=10.0.1.1 dst=$TOPO_DST4 flows=$flows count=$count burst=32 len=128' | ip netns exec $NS_SUNSET tee $ctl >/dev/null" \
 	>/dev/null 2>&1
-echo "== $config, $flows flows, GRO $gro: $(sed -n 's/^sink_packets=//p' "$ctl") of $count packets delivered"
+echo "== $config, $flows flows, GRO $gro, encap $encap: $(sed -n 's/^sink_packets=//p' "$ctl") of $count packets delivered"
 echo "   share  instructions/packet  symbol"
-perf report -i /tmp/perf.data --stdio --no-children -n --sort sym --percent-limit "${NFB_PERCENT_LIMIT:-0.7}" 2>/dev/null |
+perf report -i /tmp/perf.data --stdio --no-children -n --sort sym "${flat[@]}" \
+	--percent-limit "${NFB_PERCENT_LIMIT:-0.7}" 2>/dev/null |
 	grep -v '^#' | grep -v '^$'
+for sym in ${NFB_CALLERS:-}; do
+	echo "== callers of $sym"
+	perf report -i /tmp/perf.data --stdio --no-children -n --sort sym -S "$sym" \
+		-g caller,0.5,callee,function,percent 2>/dev/null |
+		grep -v '^#' | grep -v '^$' | head -60
+done
 # NFB_ANNOTATE="sym ...": the instruction-level profile of these symbols.
 for sym in ${NFB_ANNOTATE:-}; do
 	echo "== annotate $sym"

@@ -25,6 +25,14 @@ both), minus the two later hops and receives, which cost what the first does
 (drop-west - gen-alone) and which every configuration pays alike:
     router = (total - 3 * drop_west + 2 * gen_alone) / 2
 
+Points with an encapsulation on the west - east link (guest.sh --encap:
+802.1Q, PPPoE) are reported in a table of their own, each encapsulation
+from its own runs (its gen-alone and drop-west included: they cross no
+encapsulated link, but the topology is another); the plain-Ethernet table,
+its points in results.json and its plot bars are what they were without
+them. An encapsulated point also shows the fraction of the packets the
+module took (taken / (2 routers x received)).
+
 WALL.jsonl (tools/bench/wall.sh, a guest without icount) adds a table of
 packets per second and iperf3 TCP goodput: wall-clock figures that depend
 on the host, reported beside the icount ones, never mixed with them.
@@ -35,6 +43,10 @@ import sys
 from collections import defaultdict
 
 FORWARDING = ["plain", "stock", "bulk"]
+# A group is (link, gro, qdisc, flows, family, encap); a key adds the config.
+ENCAP = 5
+# The encapsulation table's order (then link, GRO, qdisc, family, flows).
+ENCAPS = ["none", "vlan", "pppoe"]
 
 
 def load(paths):
@@ -48,7 +60,7 @@ def load(paths):
                     continue
                 p = json.loads(line)
                 key = (p["link"], p["gro"], p.get("qdisc", "noqueue"), p["flows"],
-                       p["family"], p["config"])
+                       p["family"], p.get("encap", "none"), p["config"])
                 p["boot"] = boot
                 runs[key].append(p)
                 meta = {k: p[k] for k in ("kernel", "len", "burst")}
@@ -75,6 +87,18 @@ def summarise(samples, least=False):
         vals = [s[k] for s in samples if s.get(k) is not None]
         if vals:
             out[k] = statistics.median(vals)
+    if samples[0].get("encap", "none") != "none":
+        vals = [s["taken_fraction"] for s in samples if s.get("taken_fraction") is not None]
+        if vals:
+            out["taken_fraction"] = min(vals)
+        # What the module took per encapsulation and sent per packet
+        # (warm-up included), summed over the boots.
+        module = defaultdict(int)
+        for smp in samples:
+            for name, n in (smp.get("module") or {}).items():
+                module[name] += n
+        if module:
+            out["module"] = dict(sorted(module.items()))
     return out
 
 
@@ -140,27 +164,38 @@ def main():
     outdir, paths = args[0], args[1:]
     runs, meta = load(paths)
     points = []
-    groups = sorted({k[:5] for k in runs})
+    # Plain Ethernet first, then each encapsulation.
+    def order(g):
+        if g[ENCAP] == "none":
+            return (0, g)
+        rank = ENCAPS.index(g[ENCAP]) if g[ENCAP] in ENCAPS else len(ENCAPS)
+        return (1, g[0], g[1], g[2], g[4], rank, g[ENCAP], g[3])
+    groups = sorted({k[:6] for k in runs}, key=order)
     table = []
     # The generator alone does the same work whatever the link's GRO,
-    # qdisc or flow count: one figure per link and family, from all its runs.
+    # qdisc or flow count: one figure per link and family (and
+    # encapsulation: its own topology), from all its runs.
     gen_alone = defaultdict(list)
     for k, samples in runs.items():
-        if k[5] == "gen-alone":
-            gen_alone[(k[0], k[4])] += samples
+        if k[6] == "gen-alone":
+            gen_alone[(k[0], k[4], k[ENCAP])] += samples
     for g in groups:
+        encap = g[ENCAP]
         s = {c: summarise(runs[g + (c,)]) for c in
              ["drop-west"] + FORWARDING if g + (c,) in runs}
-        if (g[0], g[4]) in gen_alone:
-            s = {"gen-alone": summarise(gen_alone[(g[0], g[4])], least=True), **s}
+        if (g[0], g[4], encap) in gen_alone:
+            s = {"gen-alone": summarise(gen_alone[(g[0], g[4], encap)], least=True), **s}
         base = s.get("gen-alone", {}).get("median")
         drop = s.get("drop-west", {}).get("median")
         for c, v in s.items():
             if c in FORWARDING and base and drop and "median" in v:
                 v["router"] = (v["median"] - 3 * drop + 2 * base) / 2
-            points.append(dict(link=g[0], gro=g[1], qdisc=g[2], flows=g[3],
-                               family=g[4], config=c, **v))
-        row = dict(link=g[0], gro=g[1], qdisc=g[2], flows=g[3], family=g[4], s=s)
+            where = dict(link=g[0], gro=g[1], qdisc=g[2], flows=g[3], family=g[4])
+            if encap != "none":
+                where["encap"] = encap
+            points.append(dict(where, config=c, **v))
+        row = dict(link=g[0], gro=g[1], qdisc=g[2], flows=g[3], family=g[4], encap=encap,
+                   s=s)
         table.append(row)
 
     def fmt(v, key):
@@ -174,16 +209,28 @@ def main():
             return "—"
         return f"{v[key]:.0f}"
 
-    lines = [
-        "| link | GRO | egress qdisc | flows | IP | gen alone | drop at west | plain | stock | bulk "
-        "| router: plain | router: stock | router: bulk | stock / bulk | saved per router "
-        "| kicks/pkt stock | kicks/pkt bulk | bulk size | spread max |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
     ratios = []
-    for r in table:
+
+    def render(rows, encap):
+        """The markdown lines of a table of ROWS; ENCAP: the encapsulation
+        table (an encap column after IP, the module's share before bulk
+        size)."""
+        head = ["link", "GRO", "egress qdisc", "flows", "IP"]
+        head += ["encap"] if encap else []
+        head += ["gen alone", "drop at west", "plain", "stock", "bulk", "router: plain",
+                 "router: stock", "router: bulk", "stock / bulk", "saved per router",
+                 "kicks/pkt stock", "kicks/pkt bulk"]
+        head += ["taken by module"] if encap else []
+        head += ["bulk size", "spread max"]
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out += [render_row(r, encap) for r in rows]
+        return out
+
+    def render_row(r, encap):
         s = r["s"]
         cells = [r["link"], r["gro"], r["qdisc"], str(r["flows"]), f"v{r['family']}"]
+        if encap:
+            cells.append(r["encap"])
         for c in ["gen-alone", "drop-west"] + FORWARDING:
             cells.append(fmt(s.get(c), "median"))
         for c in FORWARDING:
@@ -191,9 +238,11 @@ def main():
         st, bk = s.get("stock", {}), s.get("bulk", {})
         if "router" in st and "router" in bk and bk["router"] > 0:
             ratio = st["router"] / bk["router"]
-            ratios.append(dict(link=r["link"], gro=r["gro"], qdisc=r["qdisc"],
-                               flows=r["flows"], family=r["family"],
-                               stock_over_bulk=ratio))
+            where = dict(link=r["link"], gro=r["gro"], qdisc=r["qdisc"],
+                         flows=r["flows"], family=r["family"])
+            if encap:
+                where["encap"] = r["encap"]
+            ratios.append(dict(where, stock_over_bulk=ratio))
             cells.append(f"{ratio:.2f}x")
         elif "router" in st and "router" in bk:
             # The module's batching also made the links cheaper than the
@@ -208,20 +257,40 @@ def main():
         for v in (st, bk):
             k = v.get("kicks_per_packet")
             cells.append("—" if k is None else f"{k:.3f}")
+        if encap:
+            t = bk.get("taken_fraction")
+            cells.append("—" if t is None else f"{100 * t:.1f} %")
         m = bk.get("bulk_mean")
         cells.append("—" if m is None else f"{m:.1f}")
         spreads = [v.get("spread_pct") for v in s.values() if v.get("spread_pct") is not None]
         cells.append(f"{max(spreads):.2f} %" if spreads else "—")
-        lines.append("| " + " | ".join(cells) + " |")
-    md = "\n".join(lines) + "\n"
-    # The same table for the rst documentation (Documentation/perf/results.rst).
-    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
-    rst = [".. csv-table:: Guest instructions per packet (medians of every run "
-           f"of {len(paths)} boot(s)); router columns per router",
-           "   :header: " + ", ".join(f'"{c}"' for c in rows[0]), ""]
-    for r in rows[2:]:
-        rst.append("   " + ", ".join(f'"{c}"' for c in r))
-    rst_text = "\n".join(rst) + "\n"
+        return "| " + " | ".join(cells) + " |"
+
+    def rst_table(lines, caption):
+        """The same table for the rst documentation (Documentation/perf/results.rst)."""
+        rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+        rst = [f".. csv-table:: {caption}",
+               "   :header: " + ", ".join(f'"{c}"' for c in rows[0]), ""]
+        for r in rows[2:]:
+            rst.append("   " + ", ".join(f'"{c}"' for c in r))
+        return "\n".join(rst) + "\n"
+
+    plain_rows = [r for r in table if r["encap"] == "none"]
+    encap_rows = [r for r in table if r["encap"] != "none"]
+    md, rst_text = "", ""
+    if plain_rows or not encap_rows:
+        lines = render(plain_rows, False)
+        md = "\n".join(lines) + "\n"
+        rst_text = rst_table(lines, "Guest instructions per packet (medians of every run "
+                             f"of {len(paths)} boot(s)); router columns per router")
+    if encap_rows:
+        lines = render(encap_rows, True)
+        md += ("\n" if md else "") + "Encapsulation on the west - east link:\n\n"
+        md += "\n".join(lines) + "\n"
+        rst_text += ("\n" if rst_text else "") + rst_table(
+            lines, "Encapsulation on the west - east link (vlan: 802.1Q id 100; pppoe: a "
+            "PPPoE session): guest instructions per packet (medians of every run of "
+            f"{len(paths)} boot(s)); router columns per router, encapsulation included")
     wall_js = None
     if wall:
         wall_js, wall_md, wall_rst = wall_report(wall)
@@ -244,6 +313,8 @@ def main():
             s = r["s"]
             vals = [s.get(c, {}).get("router") for c in FORWARDING]
             label = f"{r['link']}/gro-{r['gro']}/{r['qdisc']}/{r['flows']}fl/v{r['family']}"
+            if r["encap"] != "none":
+                label += f"/{r['encap']}"
             f.write(label + " " + " ".join("NaN" if v is None else f"{v:.1f}" for v in vals) + "\n")
     print(md, end="")
 

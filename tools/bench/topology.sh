@@ -12,6 +12,23 @@
 # Links are veth pairs, or the virtio-net pairs of tools/vm/run --nics 3
 # (pair 0: sunset-west, 1: west-east, 2: east-sunrise) for the NIC-driver path.
 # Sourced by tools/bench/guest.sh and by selftests.
+#
+# The west - east link may carry an encapsulation (topo_create's second
+# argument); the other two links stay plain Ethernet:
+#   vlan   802.1Q id 100: w1.100 on w1, e0.100 on e0 carry 10.0.2.0/24 and
+#          fd00:2::/64 and their permanent neighbours; west pushes the tag,
+#          east pops it.
+#   pppoe  a kernel-mode PPPoE session on w1 - e0: east is the access
+#          concentrator (selftests/nfb_pppoe.py answers discovery, east's
+#          pppd joins the session it handed out), west the client (pppd);
+#          pppw 10.0.2.1 in west, ppe 10.0.2.2 in east, the routes through
+#          them; IPv4 only. The PPP devices are made noqueue, as every other
+#          device of the path is (6.1 makes them so, 6.12 gives them its
+#          default qdisc).
+# The flowtables stay on the real devices (w0 w1, e0 e1): the stock
+# flowtable resolves a route through w1.100 or pppw to w1 with the VLAN or
+# PPPoE encapsulation (dev_fill_forward_path), as selftests/nfb_encap.sh and
+# nfb_pppoe.sh set it up.
 
 NS_SUNSET=nfb-sunset
 NS_WEST=nfb-west
@@ -22,6 +39,15 @@ TOPO_ALL_NS=("$NS_SUNSET" "$NS_WEST" "$NS_EAST" "$NS_SUNRISE")
 TOPO_DST4=10.0.3.2
 # shellcheck disable=SC2034
 TOPO_DST6=fd00:3::2
+# The encapsulation of the west - east link (topo_create), the devices that
+# carry its addresses, the PPPoE session's pppd processes and scratch files.
+TOPO_ENCAP=none
+TOPO_MID_W=w1
+TOPO_MID_E=e0
+TOPO_PIDS=()
+TOPO_TMP=
+# The PPPoE session id east's access concentrator hands out.
+TOPO_PPPOE_SID=4660
 
 in_ns() { ip netns exec "$@"; }
 
@@ -58,12 +84,41 @@ ctl_read() {
 }
 
 topo_destroy() {
-	local ns
+	local ns p i
 	for ns in "${TOPO_ALL_NS[@]}"; do
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
+	done
+	# pppd ends its session (LCP terminate, PADT) on SIGTERM: let it, so
+	# that nothing of this topology outlives it.
+	for p in "${TOPO_PIDS[@]}"; do
+		for ((i = 0; i < 100; i++)); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	TOPO_PIDS=()
+	for ns in "${TOPO_ALL_NS[@]}"; do
 		ip netns del "$ns" 2>/dev/null || true
 	done
+	if [ -n "$TOPO_TMP" ]; then
+		rm -rf "$TOPO_TMP"
+		TOPO_TMP=
+	fi
 	return 0
+}
+
+# topo_wait TENTHS CMD...: run CMD every 0.1 s until it succeeds, at most
+# TENTHS times.
+topo_wait() {
+	local n=$1 i
+	shift
+	for ((i = 0; i < n; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
 }
 
 # topo_link KIND PAIR NS_A DEV_A NS_B DEV_B
@@ -89,10 +144,17 @@ topo_addr() {
 	ip -n "$ns" addr add "fd00:$net::$host/64" dev "$dev" nodad
 }
 
-# topo_create veth|virtio
+# topo_create veth|virtio [none|vlan|pppoe]
 topo_create() {
-	local kind=$1 ns
+	local kind=$1 encap=${2:-none} ns
 	topo_destroy
+	TOPO_ENCAP=$encap
+	case "$encap" in
+	none) TOPO_MID_W=w1 TOPO_MID_E=e0 ;;
+	vlan) TOPO_MID_W=w1.100 TOPO_MID_E=e0.100 ;;
+	pppoe) TOPO_MID_W=pppw TOPO_MID_E=ppe ;;
+	*) echo "topology.sh: unknown encapsulation $encap" >&2; return 2 ;;
+	esac
 	for ns in "${TOPO_ALL_NS[@]}"; do
 		ip netns add "$ns"
 		ip -n "$ns" link set lo up
@@ -109,16 +171,29 @@ topo_create() {
 	topo_link "$kind" 2 "$NS_EAST" e1 "$NS_SUNRISE" r0
 	topo_addr "$NS_SUNSET" s0 1 1
 	topo_addr "$NS_WEST" w0 1 2
-	topo_addr "$NS_WEST" w1 2 1
-	topo_addr "$NS_EAST" e0 2 2
 	topo_addr "$NS_EAST" e1 3 1
 	topo_addr "$NS_SUNRISE" r0 3 2
 	ip -n "$NS_SUNSET" route add default via 10.0.1.2
 	ip -n "$NS_SUNSET" -6 route add default via fd00:1::2
-	ip -n "$NS_WEST" route add 10.0.3.0/24 via 10.0.2.2
-	ip -n "$NS_WEST" -6 route add fd00:3::/64 via fd00:2::2
-	ip -n "$NS_EAST" route add 10.0.1.0/24 via 10.0.2.1
-	ip -n "$NS_EAST" -6 route add fd00:1::/64 via fd00:2::1
+	case "$encap" in
+	none | vlan)
+		if [ "$encap" = vlan ]; then
+			topo_vlan "$NS_WEST" w1 100
+			topo_vlan "$NS_EAST" e0 100
+		fi
+		topo_addr "$NS_WEST" "$TOPO_MID_W" 2 1
+		topo_addr "$NS_EAST" "$TOPO_MID_E" 2 2
+		ip -n "$NS_WEST" route add 10.0.3.0/24 via 10.0.2.2
+		ip -n "$NS_WEST" -6 route add fd00:3::/64 via fd00:2::2
+		ip -n "$NS_EAST" route add 10.0.1.0/24 via 10.0.2.1
+		ip -n "$NS_EAST" -6 route add fd00:1::/64 via fd00:2::1
+		;;
+	pppoe)
+		topo_pppoe
+		ip -n "$NS_WEST" route add 10.0.3.0/24 dev pppw
+		ip -n "$NS_EAST" route add 10.0.1.0/24 dev ppe
+		;;
+	esac
 	ip -n "$NS_SUNRISE" route add default via 10.0.3.1
 	ip -n "$NS_SUNRISE" -6 route add default via fd00:3::1
 	topo_neigh_permanent
@@ -127,15 +202,93 @@ topo_create() {
 	ip -n "$NS_SUNSET" link set d0 up
 }
 
+# topo_vlan NS DEV ID: an 802.1Q device DEV.ID on DEV, up.
+topo_vlan() {
+	ip -n "$1" link add link "$2" name "$2.$3" type vlan id "$3"
+	ip -n "$1" link set "$2.$3" up
+}
+
+# The kernel PPPoE plugin of pppd: pppoe.so (ppp 2.5), rp-pppoe.so (older).
+topo_ppp_plugin() {
+	local p
+	for p in /usr/lib/pppd/*/pppoe.so /usr/lib/pppd/*/rp-pppoe.so; do
+		[ -e "$p" ] && { basename "$p"; return 0; }
+	done
+	echo "topology.sh: no kernel PPPoE plugin for pppd (package ppp)" >&2
+	return 1
+}
+
+# topo_pppd NS LOG OPTION...: pppd in NS in the background, with the kernel
+# PPPoE plugin, without the system's ip-up / ip-down scripts and with
+# nothing negotiated that would change the packets (compression), as
+# selftests/nfb_pppoe.sh runs it. The guest's clock runs ahead while the
+# vCPU waits for I/O (icount, sleep=off): pppd's LCP retries would run out
+# (10 x 3 s) while the other end's pppd is still being loaded, so they are
+# made practically unlimited.
+topo_pppd() {
+	local ns=$1 log=$2
+	shift 2
+	ip netns exec "$ns" pppd plugin "$TOPO_PPP_PLUGIN" noauth nodetach \
+		ip-up-script /bin/true ip-down-script /bin/true \
+		noccp novj novjccomp noaccomp nopcomp nobsdcomp nodeflate \
+		lcp-echo-interval 0 lcp-max-configure 10000 ipcp-max-configure 10000 \
+		maxfail 1 "$@" >"$log" 2>&1 &
+	TOPO_PIDS+=($!)
+}
+
+# topo_has_addr NS DEV ADDR
+topo_has_addr() {
+	ip -n "$1" -4 addr show dev "$2" 2>/dev/null | grep -q "inet $3 "
+}
+
+# topo_pppoe: the PPPoE session between west (client, pppw) and east
+# (access concentrator, ppe). Discovery is answered by nfb_pppoe.py on e0
+# (Debian's pppoe-server has no kernel mode); west's pppd discovers it, and
+# east's pppd joins the session handed out (pppoe-sess SID:MAC).
+topo_pppoe() {
+	local repo sid cmac f
+	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	TOPO_PPP_PLUGIN=$(topo_ppp_plugin)
+	modprobe pppoe
+	TOPO_TMP=$(mktemp -d /tmp/nfb-bench.XXXXXX)
+	ip netns exec "$NS_EAST" python3 "$repo/selftests/nfb_pppoe.py" ac e0 \
+		"$TOPO_PPPOE_SID" "$TOPO_TMP/session" &
+	TOPO_PIDS+=($!)
+	topo_wait 300 test -e "$TOPO_TMP/session.ready"
+	topo_pppd "$NS_WEST" "$TOPO_TMP/pppd-west.log" nic-w1 ifname pppw noipdefault
+	if ! topo_wait 600 test -s "$TOPO_TMP/session"; then
+		echo "topology.sh: no PPPoE discovery" >&2
+		cat "$TOPO_TMP"/*.log >&2
+		return 1
+	fi
+	read -r sid cmac <"$TOPO_TMP/session"
+	topo_pppd "$NS_EAST" "$TOPO_TMP/pppd-east.log" nic-e0 ifname ppe \
+		pppoe-sess "$sid:$cmac" 10.0.2.2:10.0.2.1
+	if ! topo_wait 600 topo_has_addr "$NS_WEST" pppw 10.0.2.1 ||
+		! topo_wait 300 topo_has_addr "$NS_EAST" ppe 10.0.2.2; then
+		echo "topology.sh: the PPP link did not come up" >&2
+		for f in "$TOPO_TMP"/*.log; do sed "s|^|${f##*/}: |" "$f" >&2; done
+		return 1
+	fi
+	ip -n "$NS_WEST" link set pppw up
+	ip -n "$NS_EAST" link set ppe up
+	tc -n "$NS_WEST" qdisc replace dev pppw root noqueue
+	tc -n "$NS_EAST" qdisc replace dev ppe root noqueue
+}
+
 # Permanent neighbour entries on every link, both ways. Forwarded UDP never
 # confirms a neighbour, so a dynamic entry cycles reachable -> stale ->
 # delay -> probe, and each state sends packets down a different output path
 # (cached header, or neigh_resolve_output): the cost of a run would depend
 # on when it ran. Every configuration gets the same entries.
+# On the west - east link they go on the VLAN devices; a PPP link has no
+# neighbours.
 topo_neigh_permanent() {
-	local link nsa deva neta nsb devb netb maca macb
-	for link in "$NS_SUNSET s0 1.1 $NS_WEST w0 1.2" "$NS_WEST w1 2.1 $NS_EAST e0 2.2" \
-		"$NS_EAST e1 3.1 $NS_SUNRISE r0 3.2"; do
+	local link nsa deva neta nsb devb netb maca macb pairs
+	pairs=("$NS_SUNSET s0 1.1 $NS_WEST w0 1.2")
+	[ "$TOPO_ENCAP" = pppoe ] || pairs+=("$NS_WEST $TOPO_MID_W 2.1 $NS_EAST $TOPO_MID_E 2.2")
+	pairs+=("$NS_EAST e1 3.1 $NS_SUNRISE r0 3.2")
+	for link in "${pairs[@]}"; do
 		read -r nsa deva neta nsb devb netb <<<"$link"
 		maca=$(ip netns exec "$nsa" cat "/sys/class/net/$deva/address")
 		macb=$(ip netns exec "$nsb" cat "/sys/class/net/$devb/address")
