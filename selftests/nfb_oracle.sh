@@ -132,6 +132,21 @@ ns_batch() {
 	ip -n "$1" -batch -
 }
 
+# end_host NS LINK UP DEV NET: an end's set-up in one process: LINK up, the
+# ip commands UP, .1 of 10.0.NET.0/24 and fd00:NET::/64 on DEV, default
+# routes through R (.254 and ::fe).
+end_host() {
+	ns_batch "$1" <<-EOF
+	link set lo up
+	link set $2 up
+	$3
+	addr add 10.0.$5.1/24 dev $4
+	addr add fd00:$5::1/64 dev $4 nodad
+	route add default via 10.0.$5.254
+	route add default via fd00:$5::fe
+	EOF
+}
+
 # end_drop NS DEV: NS's stack never sees the TCP and UDP that DEV receives
 # (tagged or not: the core has moved the tag to vlan_tci by then).
 end_drop() {
@@ -213,15 +228,7 @@ oracle_topology() {
 			link set br0 mtu 1280 up"
 		;;
 	esac
-	ns_batch "$C" <<-EOF
-	link set lo up
-	link set c0 up
-	$c_up
-	addr add 10.0.1.1/24 dev $cd
-	addr add fd00:1::1/64 dev $cd nodad
-	route add default via 10.0.1.254
-	route add default via fd00:1::fe
-	EOF
+	end_host "$C" c0 "$c_up" "$cd" 1
 	ns_batch "$R" <<-EOF
 	link set lo up
 	link set r0 up
@@ -236,15 +243,7 @@ oracle_topology() {
 	neigh replace 10.0.2.1 lladdr $MAC_S nud permanent dev $RS_DEV
 	neigh replace fd00:2::1 lladdr $MAC_S nud permanent dev $RS_DEV
 	EOF
-	ns_batch "$S" <<-EOF
-	link set lo up
-	link set s0 up
-	$s_up
-	addr add 10.0.2.1/24 dev $sd
-	addr add fd00:2::1/64 dev $sd nodad
-	route add default via 10.0.2.254
-	route add default via fd00:2::fe
-	EOF
+	end_host "$S" s0 "$s_up" "$sd" 2
 	# The flowtable's path to S (for the DIRECT transmit) goes through
 	# the bridge's FDB entry for S's address.
 	[ "$topo" != bridge ] ||

@@ -36,6 +36,8 @@ set -eu
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=selftests/lib_fastpath.sh
 source "$(dirname "$0")/lib_fastpath.sh"
+# shellcheck source=selftests/lib_ppp.sh
+source "$(dirname "$0")/lib_ppp.sh"
 
 nfb_require_tool ip nft python3 tcpdump pppd conntrack
 
@@ -72,26 +74,12 @@ pid_gone() {
 	! kill -0 "$1" 2>/dev/null
 }
 
-# The kernel PPPoE plugin: pppoe.so (ppp 2.5), rp-pppoe.so (older).
-ppp_plugin() {
-	local p
-	for p in /usr/lib/pppd/*/pppoe.so /usr/lib/pppd/*/rp-pppoe.so; do
-		[ -e "$p" ] && { basename "$p"; return 0; }
-	done
-	return 1
-}
-
-# pppd_start NS LOG OPTION...: pppd in NS, in the foreground of a
-# background job, without the system's ip-up / ip-down scripts, and with
-# nothing negotiated that would change the packets (compression).
+# pppd_start NS LOG OPTION...: nfb_pppd (lib_ppp.sh), its PID kept.
 pppd_start() {
 	local ns=$1 log=$2
 	shift 2
-	ip netns exec "$ns" pppd plugin "$plugin" noauth nodetach \
-		ip-up-script /bin/true ip-down-script /bin/true \
-		noccp novj novjccomp noaccomp nopcomp nobsdcomp nodeflate \
-		lcp-echo-interval 0 maxfail 1 debug "$@" >"$log" 2>&1 &
-	PPP_PIDS+=($!)
+	nfb_pppd "$ns" "$plugin" "$log" debug "$@"
+	PPP_PIDS+=("$NFB_PPPD_PID")
 }
 
 # has_addr NS DEV ADDR
@@ -342,7 +330,7 @@ run_case() {
 }
 
 modprobe pppoe
-plugin=$(ppp_plugin) || nfb_cannot_run "no kernel PPPoE plugin for pppd"
+plugin=$(nfb_ppp_plugin) || nfb_cannot_run "no kernel PPPoE plugin for pppd"
 [ "$stock" = 1 ] || nfb_load_module
 fp_tmpdir
 topology

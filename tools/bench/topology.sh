@@ -208,32 +208,19 @@ topo_vlan() {
 	ip -n "$1" link set "$2.$3" up
 }
 
-# The kernel PPPoE plugin of pppd: pppoe.so (ppp 2.5), rp-pppoe.so (older).
-topo_ppp_plugin() {
-	local p
-	for p in /usr/lib/pppd/*/pppoe.so /usr/lib/pppd/*/rp-pppoe.so; do
-		[ -e "$p" ] && { basename "$p"; return 0; }
-	done
-	echo "topology.sh: no kernel PPPoE plugin for pppd (package ppp)" >&2
-	return 1
-}
+# shellcheck source=selftests/lib_ppp.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/selftests/lib_ppp.sh"
 
-# topo_pppd NS LOG OPTION...: pppd in NS in the background, with the kernel
-# PPPoE plugin, without the system's ip-up / ip-down scripts and with
-# nothing negotiated that would change the packets (compression), as
-# selftests/nfb_pppoe.sh runs it. The guest's clock runs ahead while the
-# vCPU waits for I/O (icount, sleep=off): pppd's LCP retries would run out
-# (10 x 3 s) while the other end's pppd is still being loaded, so they are
-# made practically unlimited.
+# topo_pppd NS LOG OPTION...: nfb_pppd (selftests/lib_ppp.sh), its PID
+# kept. The guest's clock runs ahead while the vCPU waits for I/O (icount,
+# sleep=off): pppd's LCP retries would run out (10 x 3 s) while the other
+# end's pppd is still being loaded, so they are made practically unlimited.
 topo_pppd() {
 	local ns=$1 log=$2
 	shift 2
-	ip netns exec "$ns" pppd plugin "$TOPO_PPP_PLUGIN" noauth nodetach \
-		ip-up-script /bin/true ip-down-script /bin/true \
-		noccp novj novjccomp noaccomp nopcomp nobsdcomp nodeflate \
-		lcp-echo-interval 0 lcp-max-configure 10000 ipcp-max-configure 10000 \
-		maxfail 1 "$@" >"$log" 2>&1 &
-	TOPO_PIDS+=($!)
+	nfb_pppd "$ns" "$TOPO_PPP_PLUGIN" "$log" lcp-max-configure 10000 \
+		ipcp-max-configure 10000 "$@"
+	TOPO_PIDS+=("$NFB_PPPD_PID")
 }
 
 # topo_has_addr NS DEV ADDR
@@ -248,7 +235,10 @@ topo_has_addr() {
 topo_pppoe() {
 	local repo sid cmac f
 	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-	TOPO_PPP_PLUGIN=$(topo_ppp_plugin)
+	TOPO_PPP_PLUGIN=$(nfb_ppp_plugin) || {
+		echo "topology.sh: no kernel PPPoE plugin for pppd (package ppp)" >&2
+		return 1
+	}
 	modprobe pppoe
 	TOPO_TMP=$(mktemp -d /tmp/nfb-bench.XXXXXX)
 	ip netns exec "$NS_EAST" python3 "$repo/selftests/nfb_pppoe.py" ac e0 \
