@@ -443,12 +443,20 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	ether_addr_copy(sa, dev->dev_addr);
 	sap = NULL;
 header:
-	hh_len = LL_RESERVED_SPACE(dev);
+	/*
+	 * Headroom for what is pushed here, no more: as neigh_hh_output()
+	 * and neigh_resolve_output() of the stock path, which leave the
+	 * device's needed_headroom (a VLAN device's tag, say) to the device
+	 * that pushes it. Asking for LL_RESERVED_SPACE() made every packet
+	 * with less room than that (most, on a 6.1 VLAN device) reallocate.
+	 */
+	hh_len = dev->header_ops ? READ_ONCE(dev->hard_header_len) : 0;
 	if (dev->header_ops && dev->header_ops->create == eth_header) {
 		ether_addr_copy(eth.h_dest, ha);
 		ether_addr_copy(eth.h_source, sa);
 		eth.h_proto = b->proto;
 		ethp = &eth;
+		hh_len = ETH_HLEN;
 	}
 
 	txq = netdev_get_tx_queue(dev, b->txq);
