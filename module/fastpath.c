@@ -837,9 +837,7 @@ unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
 	if (ret != NFB_TAKEN)
 		goto decline;
 
-	this_cpu_inc(nn->stats->packets);
-	this_cpu_inc(nn->stats->taken_encap[rx.type]);
-	this_cpu_inc(nn->stats->taken_xmit[NFB_CB(skb)->xmit]);
+	this_cpu_inc(nn->stats->taken[rx.type][NFB_CB(skb)->xmit]);
 	nfb_enqueue(skb);
 	return NF_STOLEN;
 

@@ -144,7 +144,8 @@ static int nfb_cpu_seq_show(struct seq_file *seq, void *v)
 		return 0;
 	}
 
-	seq_printf(seq, "%08llx %08llx", st->packets, st->bulks);
+	seq_printf(seq, "%08llx %08llx", nfb_stats_taken(st, NULL, NULL),
+		   st->bulks);
 	for (i = 0; i < NFB_HIST_BUCKETS; i++)
 		seq_printf(seq, " %08llx", st->hist[i]);
 	for (i = 0; i < __NFB_DECLINE_MAX; i++)

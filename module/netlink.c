@@ -202,12 +202,14 @@ static int nfb_put_counters(struct sk_buff *skb, int type, const u64 *v,
 static int nfb_fill_stats(struct sk_buff *skb, const struct nfb_stats *st,
 			  int cpu, u32 portid, u32 seq)
 {
+	u64 taken_encap[__NFB_ENCAP_MAX], taken_xmit[__NFB_XMIT_MAX], packets;
 	struct nfb_stats s;
 	struct nlattr *nest;
 	void *hdr;
 
 	/* A racy copy, as /proc/net/stat readers get. */
 	memcpy(&s, st, sizeof(s));
+	packets = nfb_stats_taken(&s, taken_encap, taken_xmit);
 
 	hdr = genlmsg_put(skb, portid, seq, &nfb_genl_family, NLM_F_MULTI,
 			  NFB_CMD_GET_STATS);
@@ -217,7 +219,7 @@ static int nfb_fill_stats(struct sk_buff *skb, const struct nfb_stats *st,
 	nest = nla_nest_start(skb, NFB_A_STATS);
 	if (!nest ||
 	    nla_put_u32(skb, NFB_STATS_A_CPU, cpu) ||
-	    nla_put_u64_64bit(skb, NFB_STATS_A_PACKETS, s.packets,
+	    nla_put_u64_64bit(skb, NFB_STATS_A_PACKETS, packets,
 			      NFB_STATS_A_PAD) ||
 	    nla_put_u64_64bit(skb, NFB_STATS_A_BULKS, s.bulks,
 			      NFB_STATS_A_PAD) ||
@@ -228,9 +230,9 @@ static int nfb_fill_stats(struct sk_buff *skb, const struct nfb_stats *st,
 	    nfb_put_counters(skb, NFB_STATS_A_FALLBACK, s.fallback,
 			     __NFB_FALLBACK_MAX) ||
 	    nfb_put_counters(skb, NFB_STATS_A_DROP, s.drop, __NFB_DROP_MAX) ||
-	    nfb_put_counters(skb, NFB_STATS_A_TAKEN_ENCAP, s.taken_encap,
+	    nfb_put_counters(skb, NFB_STATS_A_TAKEN_ENCAP, taken_encap,
 			     __NFB_ENCAP_MAX) ||
-	    nfb_put_counters(skb, NFB_STATS_A_TAKEN_XMIT, s.taken_xmit,
+	    nfb_put_counters(skb, NFB_STATS_A_TAKEN_XMIT, taken_xmit,
 			     __NFB_XMIT_MAX)) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;

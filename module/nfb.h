@@ -31,14 +31,17 @@
  * /proc/net/stat/nf_flowtable.
  */
 struct nfb_stats {
-	u64	packets;
 	u64	bulks;
 	u64	hist[NFB_HIST_BUCKETS];
 	u64	decline[__NFB_DECLINE_MAX];
 	u64	fallback[__NFB_FALLBACK_MAX];
 	u64	drop[__NFB_DROP_MAX];
-	u64	taken_encap[__NFB_ENCAP_MAX];
-	u64	taken_xmit[__NFB_XMIT_MAX];
+	/*
+	 * Packets taken, per receive encapsulation and transmit type: one
+	 * increment per packet; the totals per encapsulation, per transmit
+	 * type and in all are sums (nfb_stats_taken()).
+	 */
+	u64	taken[__NFB_ENCAP_MAX][__NFB_XMIT_MAX];
 	/*
 	 * Packets queued and not yet transmitted or freed. Incremented by the
 	 * CPU that queues, decremented by the CPU that runs the NAPI poll
@@ -48,6 +51,32 @@ struct nfb_stats {
 	 */
 	long	inflight;
 };
+
+/* The sums of @st->taken: in all, per encapsulation, per transmit type. */
+static inline u64 nfb_stats_taken(const struct nfb_stats *st,
+				  u64 encap[__NFB_ENCAP_MAX],
+				  u64 xmit[__NFB_XMIT_MAX])
+{
+	u64 sum = 0;
+	int e, x;
+
+	if (encap)
+		memset(encap, 0, sizeof(u64) * __NFB_ENCAP_MAX);
+	if (xmit)
+		memset(xmit, 0, sizeof(u64) * __NFB_XMIT_MAX);
+	for (e = 0; e < __NFB_ENCAP_MAX; e++) {
+		for (x = 0; x < __NFB_XMIT_MAX; x++) {
+			u64 n = READ_ONCE(st->taken[e][x]);
+
+			sum += n;
+			if (encap)
+				encap[e] += n;
+			if (xmit)
+				xmit[x] += n;
+		}
+	}
+	return sum;
+}
 
 /* Rescans of an unsettled attachment back off from 1/2 s to a minute. */
 #define NFB_RESCAN_MIN		(HZ / 2)
