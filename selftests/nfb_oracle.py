@@ -3,10 +3,12 @@
 """Traffic generator, capture and comparison of the differential oracle.
 
   nfb_oracle.py run --seed N --ns C R S --out FILE [--cpu N]
-                [--topology plain|vlan|bridge] [--kernel-pushes-encap]
-                [--attach FAMILY/TABLE/FLOWTABLE] [--ref FILE --verdicts FILE]
+                [--topology plain|vlan|bridge|pppoe] [--pppoe-session SID]
+                [--kernel-pushes-encap] [--attach FAMILY/TABLE/FLOWTABLE]
+                [--ref FILE --verdicts FILE]
   nfb_oracle.py pair --seed N --ns C R S --dir DIR --attach F/T/FT
-                --ruleset FILE [--cpu N] [--topology T] [--kernel-pushes-encap]
+                --ruleset FILE [--cpu N] [--topology T] [--pppoe-session SID]
+                [--kernel-pushes-encap]
   nfb_oracle.py plan FILE         the run delivered what the plan says
   nfb_oracle.py compare REF FILE  FILE's run is the same as REF's run
 
@@ -23,7 +25,10 @@ number in the flow.
 
 --topology (TOPOLOGIES below) says which 802.1Q tags C and S send and must
 receive (the tags are in the frames C and S send; what the captures see
-is read both from skb->vlan_tci, PACKET_AUXDATA, and from the bytes), which
+is read both from skb->vlan_tci, PACKET_AUXDATA, and from the bytes),
+whether C's frames travel in the PPPoE session --pppoe-session (both ways:
+C sends its IP packets in session frames to R's real device, and the ICMP
+errors must come back in that session), which
 of R's devices holds the addresses on S's side (its MAC must be the source
 of every frame at S, and its MTU is the egress MTU the ICMP errors must
 carry), and how the module must count what it takes (taken_encap on
@@ -32,8 +37,8 @@ recorded with its MAC addresses and tags, checked against the topology
 ("plan") and compared between the runs ("compare").
 --kernel-pushes-encap: the running kernel's stock hook pushes the egress
 encapsulation itself (6.19 on, lib_fastpath.sh fp_kernel_pushes_encap):
-the module declines the flows of a tagged topology (decline "encap")
-instead of taking them.
+the module declines the flows of a tagged or PPPoE topology (decline
+"encap") instead of taking them.
 
 "pair" is what nfb_oracle.sh runs, both runs in one process (python starts
 slowly under TCG): "run" without the module into DIR/stock.json, then a
@@ -66,7 +71,8 @@ import time
 
 MAGIC = b"NFBO"
 ETH_P_ALL, ETH_P_IP, ETH_P_IPV6 = 0x0003, 0x0800, 0x86DD
-ETH_P_8021Q, ETH_P_8021AD = 0x8100, 0x88A8
+ETH_P_8021Q, ETH_P_8021AD, ETH_P_PPP_SES = 0x8100, 0x88A8, 0x8864
+PPP_IP, PPP_IPV6 = 0x0021, 0x0057
 SOL_PACKET, PACKET_AUXDATA, PACKET_IGNORE_OUTGOING = 263, 8, 23
 TP_STATUS_VLAN_VALID, TP_STATUS_VLAN_TPID_VALID = 0x10, 0x40
 SO_RCVBUFFORCE, SIOCGIFMTU = 33, 0x8921
@@ -77,20 +83,31 @@ C6, S6 = "fd00:1::1", "fd00:2::1"
 DPORT, SPORT, SPORT_NAT = 9000, 20000, 30000   # NAT: sport 30000-39999
 
 # The topologies of nfb_oracle.sh. c_tag / s_tag: the 802.1Q id C's and
-# S's frames carry, both ways (None: untagged); r_c / r_s: R's devices
-# that hold the addresses on C's and S's side (the source MAC of what C and
-# S receive from R; r_s's MTU is the egress MTU, 1280); encap / xmit: the
-# module's taken_encap and taken_xmit counters the C -> S packets it takes
-# land in; data: data packets per flow (lo, hi) in the plan.
+# S's frames carry, both ways (None: untagged); pppoe: C's frames are in
+# the PPPoE session of --pppoe-session, both ways; r_c / r_s: R's devices
+# whose MAC addresses are the source of what C and S receive from R (the
+# ones that hold the addresses on C's and S's side, or the real device
+# under R's PPP device); r_s's MTU is the egress MTU, 1280; encap / xmit:
+# the module's taken_encap and taken_xmit counters the C -> S packets it
+# takes land in; data: data packets per flow (lo, hi) in the plan;
+# slow_ends_burst: see make_plan().
 TOPOLOGIES = {
-    "plain": {"c_tag": None, "s_tag": None, "r_c": "r0", "r_s": "r1",
-              "encap": "none", "xmit": "neigh", "data": (18, 30)},
+    "plain": {"c_tag": None, "s_tag": None, "pppoe": False, "r_c": "r0",
+              "r_s": "r1", "encap": "none", "xmit": "neigh",
+              "data": (18, 30), "slow_ends_burst": False},
     # Tag pop on receive (10), push on transmit (20): a rewrite.
-    "vlan": {"c_tag": 10, "s_tag": 20, "r_c": "r0.10", "r_s": "r1.20",
-             "encap": "vlan", "xmit": "neigh", "data": (8, 16)},
+    "vlan": {"c_tag": 10, "s_tag": 20, "pppoe": False, "r_c": "r0.10",
+             "r_s": "r1.20", "encap": "vlan", "xmit": "neigh",
+             "data": (8, 16), "slow_ends_burst": False},
     # S behind R's bridge br0, port r1: FLOW_OFFLOAD_XMIT_DIRECT.
-    "bridge": {"c_tag": None, "s_tag": None, "r_c": "r0", "r_s": "br0",
-               "encap": "none", "xmit": "direct", "data": (8, 16)},
+    "bridge": {"c_tag": None, "s_tag": None, "pppoe": False, "r_c": "r0",
+               "r_s": "br0", "encap": "none", "xmit": "direct",
+               "data": (8, 16), "slow_ends_burst": False},
+    # C's side a PPPoE session (R's PPP device on r0): PPPoE pop on
+    # receive, plain Ethernet on transmit.
+    "pppoe": {"c_tag": None, "s_tag": None, "pppoe": True, "r_c": "r0",
+              "r_s": "r1", "encap": "pppoe", "xmit": "neigh",
+              "data": (8, 16), "slow_ends_burst": True},
 }
 
 # Kinds of measured packets. "taken" ones are for the module; the others
@@ -232,15 +249,24 @@ def mac_str(mac):
 def l2_str(src, dst, tags):
     """A frame's L2 header as recorded: "SRC > DST TAGS", each tag as
     "vlan TPID:TCI" (TCI in decimal, priority bits included), outer
-    first, or "untagged"."""
+    first, or "untagged"; a PPPoE session header, (ETH_P_PPP_SES, sid),
+    as "pppoe SID", a malformed one, (ETH_P_PPP_SES, sid, ver_type, code,
+    length), with "bad VER_TYPE:CODE:LENGTH"."""
+    def one(t):
+        if t[0] != ETH_P_PPP_SES:
+            return "vlan %04x:%d" % t
+        return "pppoe %d" % t[1] + ("" if len(t) == 2 else
+                                    " bad %02x:%d:%d" % t[2:])
     return "%s > %s %s" % (mac_str(src), mac_str(dst), " ".join(
-        "vlan %04x:%d" % t for t in tags) or "untagged")
+        one(t) for t in tags) or "untagged")
 
 
 def l2_parse(fr, tag):
     """(l2_str, ethertype, L3 bytes) of a captured frame, or None. TAG is
     (tpid, tci) from skb->vlan_tci (PACKET_AUXDATA) or None; tags still in
-    the bytes follow it."""
+    the bytes follow it, then maybe a PPPoE session header: its PPP
+    protocol IPv4 or IPv6 gives the ethertype (None for any other), its
+    length the end of the L3 bytes."""
     if len(fr) < 14:
         return None
     tags = [tag] if tag else []
@@ -249,7 +275,17 @@ def l2_parse(fr, tag):
         tags.append((et, struct.unpack_from("!H", fr, off)[0]))
         et = struct.unpack_from("!H", fr, off + 2)[0]
         off += 4
-    return l2_str(fr[6:12], fr[:6], tags), et, fr[off:]
+    end = len(fr)
+    if et == ETH_P_PPP_SES and len(fr) >= off + 8:
+        vt, code, sid, plen, proto = struct.unpack_from("!BBHHH", fr, off)
+        if vt != 0x11 or code != 0 or plen < 2 or off + 6 + plen > end:
+            tags.append((ETH_P_PPP_SES, sid, vt, code, plen))
+        else:
+            tags.append((ETH_P_PPP_SES, sid))
+            end = off + 6 + plen
+        et = {PPP_IP: ETH_P_IP, PPP_IPV6: ETH_P_IPV6}.get(proto)
+        off += 8
+    return l2_str(fr[6:12], fr[:6], tags), et, fr[off:end]
 
 
 class Capture:
@@ -311,10 +347,15 @@ def if_mtu(dev):
         s.close()
 
 
-def eth_header(dst, src, tag, fam):
+def eth_header(dst, src, tag, fam, sid=None, l3len=0):
     """Ethernet header, with the 802.1Q tag TAG (an id) inline unless
-    None."""
-    et = struct.pack("!H", ETH_P_IP if fam == 4 else ETH_P_IPV6)
+    None, and the PPPoE session header of session SID for L3LEN bytes of
+    IP unless SID is None."""
+    if sid is None:
+        et = struct.pack("!H", ETH_P_IP if fam == 4 else ETH_P_IPV6)
+    else:
+        et = struct.pack("!HBBHHH", ETH_P_PPP_SES, 0x11, 0, sid, 2 + l3len,
+                         PPP_IP if fam == 4 else PPP_IPV6)
     if tag is not None:
         et = struct.pack("!HH", ETH_P_8021Q, tag) + et
     return dst + src + et
@@ -324,6 +365,9 @@ class Run:
     def __init__(self, args):
         self.args = args
         self.topo = TOPOLOGIES[args.topology]
+        self.c_sid = args.pppoe_session if self.topo["pppoe"] else None
+        if self.topo["pppoe"] and self.c_sid is None:
+            raise SystemExit("topology pppoe: --pppoe-session SID missing")
         self.rng = random.Random(args.seed)
         self.flows = {}
         fid = 1
@@ -382,7 +426,8 @@ class Run:
 
     def send_c(self, fam, l3):
         self.c_tx.send(eth_header(self.rc_mac, self.c_cap.mac,
-                                  self.topo["c_tag"], fam) + l3)
+                                  self.topo["c_tag"], fam, self.c_sid,
+                                  len(l3)) + l3)
 
     def send_s(self, fam, l3):
         self.s_tx.send(eth_header(self.rs_mac, self.s_cap.mac,
@@ -394,9 +439,12 @@ class Run:
             return [(ETH_P_8021Q, tag)] if tag is not None else []
         t = self.topo
         declines = bool(self.args.kernel_pushes_encap and
-                        (t["c_tag"] is not None or t["s_tag"] is not None))
+                        (t["c_tag"] is not None or t["s_tag"] is not None or
+                         t["pppoe"]))
+        c_sess = [(ETH_P_PPP_SES, self.c_sid)] if t["pppoe"] else []
         return {"s_l2": l2_str(self.rs_mac, self.s_cap.mac, tags(t["s_tag"])),
-                "c_l2": l2_str(self.rc_mac, self.c_cap.mac, tags(t["c_tag"])),
+                "c_l2": l2_str(self.rc_mac, self.c_cap.mac,
+                               tags(t["c_tag"]) + c_sess),
                 "egress_mtu": self.mtu, "encap": t["encap"],
                 "xmit": t["xmit"], "declines_encap": declines}
 
@@ -629,11 +677,28 @@ class Run:
             seqs[i] += 1
             order.append((i, kind, seqs[i]))
         # Bursts: one NAPI poll each (at most 64 packets, veth's budget).
+        # slow_ends_burst (pppoe): R's PPPoE receive hands what its stock
+        # flowtable passes to the slow path to the PPP device through
+        # netif_rx(), the backlog, which runs after the poll: a flow's
+        # later packets of the same poll that the flowtable forwards at
+        # once overtake it, in the stock run as in the module run, in an
+        # order that depends on when the backlog and the module's queue
+        # run. So there a burst ends before a flow's data packet that
+        # follows one of its packets for the slow path (all but data).
         pos = 0
         while pos < len(order):
             n = rng.randrange(6, 40)
-            self.bursts.append(order[pos:pos + n])
-            pos += n
+            burst = order[pos:pos + n]
+            if self.topo["slow_ends_burst"]:
+                slow = set()
+                for i, (fid, kind, _) in enumerate(burst):
+                    if kind != DATA:
+                        slow.add(fid)
+                    elif fid in slow:
+                        burst = burst[:i]
+                        break
+            self.bursts.append(burst)
+            pos += len(burst)
         # Each UDP flow ends with a data packet in a last burst: a fence.
         fence = []
         for f in self.flows.values():
@@ -1070,6 +1135,7 @@ def main(argv):
         x.add_argument("--topology", choices=sorted(TOPOLOGIES),
                        default="plain")
         x.add_argument("--kernel-pushes-encap", action="store_true")
+        x.add_argument("--pppoe-session", type=int, metavar="SID")
     r.add_argument("--out", required=True)
     r.add_argument("--attach", metavar="FAMILY/TABLE/FLOWTABLE")
     r.add_argument("--ref")

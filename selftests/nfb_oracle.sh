@@ -5,17 +5,18 @@
 # once with the stock flowtable alone and once with the module attached;
 # what reaches the server and the ICMP errors that come back to the client
 # must be the same, packet for packet and in the same order per flow, with
-# the same MAC addresses and VLAN tags, and must be what was sent.
+# the same MAC addresses, VLAN tags and PPPoE sessions, and must be what
+# was sent.
 #
 #   nfb_oracle.sh [--seed N] [--gro-batch N] [--topology T[,T...]]
 #
 # --seed N (or NFB_ORACLE_SEED=N; default 1, "random" draws one) seeds the
 # traffic; --gro-batch N (NFB_ORACLE_GRO_BATCH) sets net.core.gro_normal_batch
 # for both runs (default 1, see below); --topology (NFB_ORACLE_TOPOLOGY)
-# picks the topologies, "all" (the default) runs plain, vlan and bridge one
-# after the other, each a pair of runs with its own verdict lines prefixed
-# by its name. A failure prints the seed, the topology, the first differing
-# packet per flow and the command that reproduces it.
+# picks the topologies, "all" (the default) runs plain, vlan, bridge and
+# pppoe one after the other, each a pair of runs with its own verdict lines
+# prefixed by its name. A failure prints the seed, the topology, the first
+# differing packet per flow and the command that reproduces it.
 #
 # Topologies (C - R - S, flowtable ft on R's real devices r0 r1, r1's side
 # at MTU 1280 on the device that holds the addresses):
@@ -29,13 +30,27 @@
 #   bridge  S behind R's bridge br0 (port r1, addresses on br0): the C -> S
 #           flows transmit with cached MAC addresses
 #           (FLOW_OFFLOAD_XMIT_DIRECT, taken_xmit direct).
+#   pppoe   C's side a PPPoE session over c0 - r0 (pppd with the kernel
+#           plugin on both ends, lib_ppp.sh; discovery answered by
+#           nfb_pppoe.py's access concentrator on r0, as in nfb_pppoe.sh),
+#           the addresses on the PPP devices pppc and pppr (MTU 1492, IPv6
+#           after IPV6CP); S's side as in plain. The flowtable on r0 r1
+#           resolves pppr to r0 with a PPPoE session: R pops the PPPoE
+#           header on receive, and the module must count what it takes as
+#           pppoe (taken_encap), or decline it (encap) on kernels whose
+#           stock hook pushes the encapsulation. C's frames carry the
+#           session header; the ICMP errors must come back in the session.
+#           A flow's data packet after one of its packets for the slow path
+#           starts a new burst (nfb_oracle.py make_plan(): PPPoE hands those
+#           to the PPP device through the backlog, after the poll, so the
+#           stock path itself would let the data overtake them).
 # C's and S's frames carry their side's tag in their bytes; the captures
 # read a tag both from skb->vlan_tci (PACKET_AUXDATA) and from the bytes.
 #
 # The traffic (nfb_oracle.py): 8 flows (UDP, TCP x IPv4, IPv6 x masquerade
 # or not), offloaded by warm-up packets before anything is measured, then
-# packets of random sizes in bursts (about 250 in plain, about 150 in vlan
-# and bridge): mostly data, mixed with packets of those offloaded flows that
+# packets of random sizes in bursts (about 250 in plain, about 150 in the
+# others): mostly data, mixed with packets of those offloaded flows that
 # must take the slow path: IPv4 options, over the egress MTU with DF (ICMP
 # frag-needed) and without (fragmented), IPv6 over the MTU (packet too big),
 # TTL / hop limit 1 (time exceeded), and each TCP flow ends with a FIN or a
@@ -47,19 +62,23 @@
 # pinned to the generator's CPU; the generator sends each burst as
 # SCHED_FIFO, so the kthread polls the whole burst at once. The module's
 # bulk-size histogram must show bulks of 2 or more, else the test fails.
-# Under TCG: 52-206 s for the three topologies with up to three other guests
-# busy on a 2-core host (the plain one alone took up to ~280 s on a busy host):
+# Under TCG: 52-206 s for plain, vlan and bridge with up to three other
+# guests busy on a 2-core host (the plain one alone took up to ~280 s on a
+# busy host); all four 70 s on 6.1 and 109 s on 6.12, pppoe alone 49 s and
+# 57 s (its PPP set-up included), with one other guest busy (load about 3):
 # nfb-timeout: 600
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=selftests/lib_fastpath.sh
 source "$(dirname "$0")/lib_fastpath.sh"
+# shellcheck source=selftests/lib_ppp.sh
+source "$(dirname "$0")/lib_ppp.sh"
 
 seed=${NFB_ORACLE_SEED:-1}
 gro_batch=${NFB_ORACLE_GRO_BATCH:-1}
 topologies=${NFB_ORACLE_TOPOLOGY:-all}
-usage="usage: $0 [--seed N] [--gro-batch N] [--topology plain|vlan|bridge|all[,...]]"
+usage="usage: $0 [--seed N] [--gro-batch N] [--topology plain|vlan|bridge|pppoe|all[,...]]"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--seed) seed=${2:?--seed N}; shift 2 ;;
@@ -75,14 +94,22 @@ esac
 topos=()
 for t in ${topologies//,/ }; do
 	case "$t" in
-	all) topos+=(plain vlan bridge) ;;
-	plain | vlan | bridge) topos+=("$t") ;;
+	all) topos+=(plain vlan bridge pppoe) ;;
+	plain | vlan | bridge | pppoe) topos+=("$t") ;;
 	*) echo "unknown topology '$t'; $usage" >&2; exit "$ksft_fail" ;;
 	esac
 done
 [ ${#topos[@]} -gt 0 ] || { echo "$usage" >&2; exit "$ksft_fail"; }
 
 nfb_require_tool ip bridge nft python3 ethtool conntrack
+ppp_plugin=
+case " ${topos[*]} " in
+*" pppoe "*)
+	nfb_require_tool pppd
+	ppp_plugin=$(nfb_ppp_plugin) || nfb_cannot_run "no kernel PPPoE plugin for pppd"
+	modprobe pppoe
+	;;
+esac
 
 ORACLE=("$FP_DIR/nfb_oracle.py")
 SYSCTL_RESTORE=()
@@ -90,10 +117,15 @@ SYSCTL_RESTORE=()
 # 1280, masquerade, neighbours).
 topo=
 RS_DEV=
+# pppoe: the session id R's access concentrator hands out; the PIDs of
+# the two pppd.
+PPPOE_SID=4660
+PPP_PIDS=()
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
 	local s
+	ppp_stop
 	cleanup_all_ns
 	fp_cleanup_tmp
 	for s in "${SYSCTL_RESTORE[@]}"; do
@@ -147,17 +179,98 @@ end_host() {
 	EOF
 }
 
-# end_drop NS DEV: NS's stack never sees the TCP and UDP that DEV receives
-# (tagged or not: the core has moved the tag to vlan_tci by then).
+# end_drop NS DEV [IN]: NS's stack never sees the TCP and UDP that IN
+# (default DEV; pppoe: C's PPP device) receives (tagged or not: the core
+# has moved the tag to vlan_tci by then); DEV, the veth peer of R's, sends
+# without TSO.
 end_drop() {
 	ip netns exec "$1" sh -ec "nft -f -; ethtool -K $2 tso off >/dev/null" <<-EOF
 	table netdev oracle {
 		chain in {
-			type filter hook ingress device $2 priority 0;
+			type filter hook ingress device ${3:-$2} priority 0;
 			meta l4proto { tcp, udp } drop
 		}
 	}
 	EOF
+}
+
+# pppd_start NS NAME OPTION...: nfb_pppd (lib_ppp.sh), its output in
+# $FP_TMP/$topo/pppd-NAME.log, its PID kept.
+pppd_start() {
+	local ns=$1 name=$2
+	shift 2
+	nfb_pppd "$ns" "$ppp_plugin" "$FP_TMP/$topo/pppd-$name.log" debug "$@"
+	PPP_PIDS+=("$NFB_PPPD_PID")
+}
+
+pid_gone() {
+	! kill -0 "$1" 2>/dev/null
+}
+
+# ppp_stop: the pppd end their session (SIGTERM: LCP terminate, PADT).
+ppp_stop() {
+	local p
+	for p in "${PPP_PIDS[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in "${PPP_PIDS[@]}"; do
+		busywait 10000 pid_gone "$p" || kill -9 "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	PPP_PIDS=()
+}
+
+# has_addr NS DEV ADDR: DEV in NS has the IPv4 address ADDR.
+has_addr() {
+	ip -n "$1" -4 addr show dev "$2" 2>/dev/null | grep -q "inet $3 "
+}
+
+# has_ll6 NS DEV: IPV6CP is up on DEV (pppd set its link-local address).
+has_ll6() {
+	ip -n "$1" -6 addr show dev "$2" 2>/dev/null | grep -q "inet6 fe80::"
+}
+
+# ppp_fail WHAT: the pppd logs and WHAT, and the test ends.
+ppp_fail() {
+	local f
+	for f in "$FP_TMP/$topo"/pppd-*.log; do
+		[ -e "$f" ] || continue
+		sed "s|^|INFO: $(basename "$f"): |" "$f"
+	done
+	log_fail "$topo: $1"
+	exit "$ksft_fail"
+}
+
+# oracle_pppoe: the PPPoE session of the pppoe topology, as nfb_pppoe.sh
+# sets it up: discovery on r0 answered by nfb_pppoe.py's access
+# concentrator, C's pppd (pppc, 10.0.1.1) on c0, then R's pppd (pppr,
+# 10.0.1.254) joined to the session it handed out; once IPV6CP is up,
+# fd00:1::1 and fd00:1::fe on them. Sets PPPOE_SID to the session's id.
+oracle_pppoe() {
+	local f=$FP_TMP/$topo/session ac sid cmac
+	rm -f "$f" "$f.ready"
+	ip netns exec "$R" python3 "$FP_DIR/nfb_pppoe.py" ac r0 "$PPPOE_SID" "$f" &
+	ac=$!
+	busywait 30000 test -e "$f.ready" || ppp_fail "the access concentrator did not start"
+	pppd_start "$C" client nic-c0 ifname pppc noipdefault +ipv6
+	busywait 60000 test -s "$f" || ppp_fail "no PPPoE discovery"
+	wait "$ac" || ppp_fail "the access concentrator failed"
+	read -r sid cmac <"$f"
+	[ "$cmac" = "$MAC_C" ] || ppp_fail "discovery from $cmac, not from c0 ($MAC_C)"
+	PPPOE_SID=$sid
+	echo "INFO: $topo: PPPoE session $sid with $cmac"
+	pppd_start "$R" server nic-r0 ifname pppr pppoe-sess "$sid:$cmac" \
+		10.0.1.254:10.0.1.1 +ipv6
+	if ! busywait 60000 has_addr "$C" pppc 10.0.1.1 ||
+		! busywait 30000 has_addr "$R" pppr 10.0.1.254; then
+		ppp_fail "the PPP link did not come up"
+	fi
+	if ! busywait 30000 has_ll6 "$C" pppc || ! busywait 30000 has_ll6 "$R" pppr; then
+		ppp_fail "IPV6CP did not come up"
+	fi
+	ip -n "$C" addr add fd00:1::1/64 dev pppc nodad
+	ip -n "$R" addr add fd00:1::fe/64 dev pppr nodad
+	echo "INFO: $topo: R: $(ip -n "$R" -o link show dev pppr | grep -o 'pppr: .* mtu [0-9]*')"
 }
 
 # The ruleset of R, in $FP_TMP/$topo/ruleset.nft (nfb_oracle.py loads it
@@ -191,7 +304,7 @@ oracle_ruleset() {
 # ICMP rate limits, and r0 and r1 receive in threaded veth NAPI mode (the
 # bursts). Sets RS_DEV.
 oracle_topology() {
-	local var name cd=c0 rc=r0 sd=s0 c_up='' r_up='' s_up='' batch=''
+	local var name cd=c0 rc=r0 sd=s0 c_up='' r_up='' s_up='' batch='' r_c
 	for var in C R S; do
 		name="$var-$(mktemp -u XXXXXX)"
 		NS_LIST+=("$name")
@@ -227,19 +340,33 @@ oracle_topology() {
 			link set r1 master br0
 			link set br0 mtu 1280 up"
 		;;
+	pppoe)
+		# C's side's addresses come with the session (oracle_pppoe).
+		RS_DEV=r1
+		r_up="link set r1 mtu 1280"
+		;;
 	esac
-	end_host "$C" c0 "$c_up" "$cd" 1
+	r_c="addr add 10.0.1.254/24 dev $rc
+	addr add fd00:1::fe/64 dev $rc nodad
+	neigh replace 10.0.1.1 lladdr $MAC_C nud permanent dev $rc
+	neigh replace fd00:1::1 lladdr $MAC_C nud permanent dev $rc"
+	if [ "$topo" = pppoe ]; then
+		r_c=''
+		ns_batch "$C" <<-EOF
+		link set lo up
+		link set c0 up
+		EOF
+	else
+		end_host "$C" c0 "$c_up" "$cd" 1
+	fi
 	ns_batch "$R" <<-EOF
 	link set lo up
 	link set r0 up
 	link set r1 up
 	$r_up
-	addr add 10.0.1.254/24 dev $rc
-	addr add fd00:1::fe/64 dev $rc nodad
+	$r_c
 	addr add 10.0.2.254/24 dev $RS_DEV
 	addr add fd00:2::fe/64 dev $RS_DEV nodad
-	neigh replace 10.0.1.1 lladdr $MAC_C nud permanent dev $rc
-	neigh replace fd00:1::1 lladdr $MAC_C nud permanent dev $rc
 	neigh replace 10.0.2.1 lladdr $MAC_S nud permanent dev $RS_DEV
 	neigh replace fd00:2::1 lladdr $MAC_S nud permanent dev $RS_DEV
 	EOF
@@ -258,17 +385,23 @@ oracle_topology() {
 		ethtool -K r1 gro on
 		echo 1 > /sys/class/net/r0/threaded
 		echo 1 > /sys/class/net/r1/threaded"
+	if [ "$topo" = pppoe ]; then
+		oracle_pppoe
+		end_drop "$C" c0 pppc
+	else
+		end_drop "$C" c0
+	fi
 	oracle_ruleset
-	end_drop "$C" c0
 	end_drop "$S" s0
 	# Nothing to wait for: static addresses without DAD, permanent
 	# neighbours, a bridge without STP. The warm-up fails loudly if a
 	# packet does not get through.
 }
 
-# oracle_ns_del: C, R and S go, in one process.
+# oracle_ns_del: the pppd end, C, R and S go, in one process.
 oracle_ns_del() {
 	local ns batch=''
+	ppp_stop
 	for ns in "${NS_LIST[@]}"; do
 		batch+="netns del $ns"$'\n'
 	done
@@ -281,8 +414,10 @@ if fp_kernel_pushes_encap; then pushes=(--kernel-pushes-encap); fi
 
 # oracle_pairrun: both runs (nfb_oracle.py pair), in $FP_TMP/$topo/.
 oracle_pairrun() {
+	local sess=()
+	[ "$topo" != pppoe ] || sess=(--pppoe-session "$PPPOE_SID")
 	python3 "${ORACLE[@]}" pair --seed "$seed" --ns "$C" "$R" "$S" \
-		--topology "$topo" "${pushes[@]}" --dir "$FP_TMP/$topo" \
+		--topology "$topo" "${pushes[@]}" "${sess[@]}" --dir "$FP_TMP/$topo" \
 		--attach inet/fp/ft --ruleset "$FP_TMP/$topo/ruleset.nft" \
 		--cpu $(($(nproc) - 1))
 }
