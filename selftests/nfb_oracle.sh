@@ -117,15 +117,13 @@ SYSCTL_RESTORE=()
 # 1280, masquerade, neighbours).
 topo=
 RS_DEV=
-# pppoe: the session id R's access concentrator hands out; the PIDs of
-# the two pppd.
+# pppoe: the session id R's access concentrator hands out.
 PPPOE_SID=4660
-PPP_PIDS=()
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
 	local s
-	ppp_stop
+	nfb_ppp_stop
 	cleanup_all_ns
 	fp_cleanup_tmp
 	for s in "${SYSCTL_RESTORE[@]}"; do
@@ -200,34 +198,7 @@ pppd_start() {
 	local ns=$1 name=$2
 	shift 2
 	nfb_pppd "$ns" "$ppp_plugin" "$FP_TMP/$topo/pppd-$name.log" debug "$@"
-	PPP_PIDS+=("$NFB_PPPD_PID")
-}
-
-pid_gone() {
-	! kill -0 "$1" 2>/dev/null
-}
-
-# ppp_stop: the pppd end their session (SIGTERM: LCP terminate, PADT).
-ppp_stop() {
-	local p
-	for p in "${PPP_PIDS[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	for p in "${PPP_PIDS[@]}"; do
-		busywait 10000 pid_gone "$p" || kill -9 "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
-	PPP_PIDS=()
-}
-
-# has_addr NS DEV ADDR: DEV in NS has the IPv4 address ADDR.
-has_addr() {
-	ip -n "$1" -4 addr show dev "$2" 2>/dev/null | grep -q "inet $3 "
-}
-
-# has_ll6 NS DEV: IPV6CP is up on DEV (pppd set its link-local address).
-has_ll6() {
-	ip -n "$1" -6 addr show dev "$2" 2>/dev/null | grep -q "inet6 fe80::"
+	NFB_PPP_PIDS+=("$NFB_PPPD_PID")
 }
 
 # ppp_fail WHAT: the pppd logs and WHAT, and the test ends.
@@ -261,11 +232,11 @@ oracle_pppoe() {
 	echo "INFO: $topo: PPPoE session $sid with $cmac"
 	pppd_start "$R" server nic-r0 ifname pppr pppoe-sess "$sid:$cmac" \
 		10.0.1.254:10.0.1.1 +ipv6
-	if ! busywait 60000 has_addr "$C" pppc 10.0.1.1 ||
-		! busywait 30000 has_addr "$R" pppr 10.0.1.254; then
+	if ! busywait 60000 nfb_has_addr "$C" pppc 10.0.1.1 ||
+		! busywait 30000 nfb_has_addr "$R" pppr 10.0.1.254; then
 		ppp_fail "the PPP link did not come up"
 	fi
-	if ! busywait 30000 has_ll6 "$C" pppc || ! busywait 30000 has_ll6 "$R" pppr; then
+	if ! busywait 30000 nfb_has_ll6 "$C" pppc || ! busywait 30000 nfb_has_ll6 "$R" pppr; then
 		ppp_fail "IPV6CP did not come up"
 	fi
 	ip -n "$C" addr add fd00:1::1/64 dev pppc nodad
@@ -401,7 +372,7 @@ oracle_topology() {
 # oracle_ns_del: the pppd end, C, R and S go, in one process.
 oracle_ns_del() {
 	local ns batch=''
-	ppp_stop
+	nfb_ppp_stop
 	for ns in "${NS_LIST[@]}"; do
 		batch+="netns del $ns"$'\n'
 	done

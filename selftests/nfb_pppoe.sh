@@ -48,48 +48,24 @@ N_MORE=200
 SID=4660
 SID2=4661
 stock=${NFB_PPPOE_STOCK:-0}
-PPP_PIDS=()
 CAP_PIDS=()
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
-	local p
 	cap_stop
-	# pppd ends its session (LCP terminate, PADT) on SIGTERM.
-	for p in "${PPP_PIDS[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	for p in "${PPP_PIDS[@]}"; do
-		busywait 10000 pid_gone "$p" || kill -9 "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
-	PPP_PIDS=()
+	nfb_ppp_stop
 	cleanup_all_ns
 	fp_cleanup_tmp
 	if nfb_module_loaded; then nfb_unload_module; fi
 }
 trap cleanup EXIT
 
-pid_gone() {
-	! kill -0 "$1" 2>/dev/null
-}
-
 # pppd_start NS LOG OPTION...: nfb_pppd (lib_ppp.sh), its PID kept.
 pppd_start() {
 	local ns=$1 log=$2
 	shift 2
 	nfb_pppd "$ns" "$plugin" "$log" debug "$@"
-	PPP_PIDS+=("$NFB_PPPD_PID")
-}
-
-# has_addr NS DEV ADDR
-has_addr() {
-	ip -n "$1" -4 addr show dev "$2" 2>/dev/null | grep -q "inet $3 "
-}
-
-# has_ll6 NS DEV: IPV6CP is up on DEV (pppd set its link-local address).
-has_ll6() {
-	ip -n "$1" -6 addr show dev "$2" 2>/dev/null | grep -q "inet6 fe80::"
+	NFB_PPP_PIDS+=("$NFB_PPPD_PID")
 }
 
 # session NAME R_IF C_IF SID R_PPP C_PPP ADDRS PPPD_OPTION...: discovery
@@ -114,8 +90,8 @@ session() {
 	echo "INFO: PPPoE session $sid with $cmac ($name)"
 	pppd_start "$R" "$FP_TMP/pppd-server-$name.log" "nic-$ifname" ifname "$sdev" \
 		pppoe-sess "$sid:$cmac" "$addrs" "$@"
-	if ! busywait 60000 has_addr "$C" "$cdev" "${addrs#*:}" ||
-		! busywait 30000 has_addr "$R" "$sdev" "${addrs%:*}"; then
+	if ! busywait 60000 nfb_has_addr "$C" "$cdev" "${addrs#*:}" ||
+		! busywait 30000 nfb_has_addr "$R" "$sdev" "${addrs%:*}"; then
 		ppp_logs
 		log_fail "topology: the PPP link did not come up ($name)"
 		exit "$ksft_fail"
@@ -156,7 +132,7 @@ topology() {
 	sid1=$sid
 	session vlan r0.10 c0.10 "$SID2" pppr2 pppc2 10.0.5.254:10.0.5.1
 	sid2=$sid
-	if ! busywait 30000 has_ll6 "$C" pppc || ! busywait 30000 has_ll6 "$R" pppr; then
+	if ! busywait 30000 nfb_has_ll6 "$C" pppc || ! busywait 30000 nfb_has_ll6 "$R" pppr; then
 		ppp_logs
 		log_fail "topology: IPV6CP did not come up"
 		exit "$ksft_fail"
