@@ -33,13 +33,23 @@ cleanup() {
 TRACE=/sys/kernel/tracing
 # pick_probe on|off: a kprobe on netdev_pick_tx() recording skb->sender_cpu
 # (x86-64: the skb is the second argument, %si; the field's offset comes
-# from the running kernel's BTF).
+# from the running kernel's BTF or, for a kernel built without BTF such as
+# the debug kernel, from NFB_SKB_SENDER_CPU_OFFSET, which
+# tools/debug-kernel/check computes from the kernel's build tree).
 pick_probe() {
 	if [ "$1" = on ]; then
 		local off
 		off=$(pahole -C sk_buff /sys/kernel/btf/vmlinux 2>/dev/null |
 			sed -n 's|.*unsigned int *sender_cpu; */\* *\([0-9]*\) .*|\1|p' | head -n 1)
-		[ -n "$off" ] || { log_fail "no offset of sk_buff.sender_cpu in BTF"; exit 1; }
+		if [ -z "$off" ]; then
+			off=${NFB_SKB_SENDER_CPU_OFFSET:-}
+			case "$off" in
+			'' | *[!0-9]*)
+				log_fail "no offset of sk_buff.sender_cpu: no BTF, NFB_SKB_SENDER_CPU_OFFSET='$off'"
+				exit 1
+				;;
+			esac
+		fi
 		echo "p:nfb_txq/pick netdev_pick_tx sender_cpu=+$off(%si):u32" >>"$TRACE/kprobe_events"
 		: >"$TRACE/trace"
 		echo 1 >"$TRACE/events/nfb_txq/pick/enable"
