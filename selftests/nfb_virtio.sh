@@ -8,8 +8,12 @@
 #   - the module's mean bulk size is above 1;
 #   - virtqueue kicks per packet on the output are at most half the stock
 #     flowtable's;
-#   - both runs deliver at least 95 % of what was sent (a full virtqueue
-#     on a noqueue device drops), the module at least as much as stock.
+#   - both runs deliver at least 95 % of what reached the router (a full
+#     virtqueue on a noqueue device drops), the module as large a share as
+#     stock; the module takes at least 99 % of it.
+# Shares of what r0 received, not of what pktgen sent: what the router's
+# receive ring had no room for never reaches the stack, and how much that
+# is depends on the kernel's speed (the debug kernel received 80 %).
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -47,14 +51,16 @@ r1stat() {
 }
 r1tx() { ip netns exec "$R" cat /sys/class/net/r1/statistics/tx_packets; }
 s0rx() { ip netns exec "$S" cat /sys/class/net/s0/statistics/rx_packets; }
+r0rx() { ip netns exec "$R" cat /sys/class/net/r0/statistics/rx_packets; }
 
 # run_pktgen: COUNT UDP packets of 128 bytes from c0; prints
-# "kicks tx_packets received".
+# "kicks tx_packets received arrived" (arrived: r0's rx_packets).
 run_pktgen() {
-	local k0 p0 r0 k1 p1 r1
+	local k0 p0 r0 a0 k1 p1 r1 a1
 	k0=$(r1stat kicks)
 	p0=$(r1tx)
 	r0=$(s0rx)
+	a0=$(r0rx)
 	pg kpktgend_0 rem_device_all
 	pg kpktgend_0 "add_device c0"
 	for c in "count $COUNT" "pkt_size 128" "delay 0" "burst 8" \
@@ -68,28 +74,33 @@ run_pktgen() {
 	k1=$(r1stat kicks)
 	p1=$(r1tx)
 	r1=$(s0rx)
-	echo "$((k1 - k0)) $((p1 - p0)) $((r1 - r0))"
+	a1=$(r0rx)
+	echo "$((k1 - k0)) $((p1 - p0)) $((r1 - r0)) $((a1 - a0))"
 }
 
 # Stock flowtable first (the flow is offloaded by its second packet).
-read -r ks ps rs < <(run_pktgen)
-echo "INFO: stock: kicks $ks tx $ps received $rs of $COUNT"
+read -r ks ps rs as < <(run_pktgen)
+echo "INFO: stock: kicks $ks tx $ps received $rs of $as that reached r0 ($COUNT sent)"
 
 fp_genl "$R" attach inet fp ft
 fp_genl "$R" reset
-read -r km pm rm < <(run_pktgen)
+read -r km pm rm am < <(run_pktgen)
 taken=$(fp_stat "$R" 't["packets"]')
 bulks=$(fp_stat "$R" 't["bulks"]')
-echo "INFO: module: kicks $km tx $pm received $rm of $COUNT, taken $taken in $bulks bulks"
+echo "INFO: module: kicks $km tx $pm received $rm of $am that reached r0 ($COUNT sent), taken $taken in $bulks bulks"
 echo "INFO: module bulk sizes: $(fp_stat "$R" 't["hist"]')"
 
 # A full virtqueue on a noqueue device drops, with or without the module.
-check "stock run delivers ($rs of $COUNT)" test $((rs * 100)) -ge $((COUNT * 95))
-check "module run delivers ($rm of $COUNT)" test $((rm * 100)) -ge $((COUNT * 95))
-check "module delivers at least as much as stock, within 1 %" \
-	test $((rm * 100)) -ge $((rs * 99))
-check "module took the stream ($taken of $COUNT)" \
-	test $((taken * 100)) -ge $((COUNT * 99))
+# At least half the stream reaches the router, or the shares mean little.
+check "the stream reached r0 (stock $as, module $am of $COUNT)" \
+	test $((as * 2)) -ge "$COUNT" -a $((am * 2)) -ge "$COUNT"
+check "stock run delivers ($rs of $as)" test $((rs * 100)) -ge $((as * 95))
+check "module run delivers ($rm of $am)" test $((rm * 100)) -ge $((am * 95))
+# rm / am >= 99 % of rs / as
+check "module delivers as large a share as stock, within 1 %" \
+	test $((rm * as * 100)) -ge $((rs * am * 99))
+check "module took the stream ($taken of $am)" \
+	test $((taken * 100)) -ge $((am * 99))
 check "mean bulk size above 1 ($taken / $bulks)" test "$taken" -gt "$bulks"
 check "virtio counters read (stock tx $ps, module tx $pm)" \
 	test "$ps" -gt 0 -a "$pm" -gt 0
