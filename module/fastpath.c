@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nf_flow_bulk: the ingress hook. It runs right before the stock flowtable
- * hook (one priority lower), repeats the stock lookup and checks for the
- * cases it implements and either takes the packet (NF_STOLEN, queued for
- * bulk transmit) or declines it (NF_ACCEPT): a declined packet reaches the
- * stock flowtable hook next, unchanged, so the stock code stays the
- * reference behaviour for everything this file does not handle, including
- * the teardown on TCP FIN/RST and on a stale route.
+ * hook (same priority, registered in front of it: attach.c), repeats the
+ * stock lookup and checks for the cases it implements and either takes the
+ * packet (NF_STOLEN, queued for bulk transmit) or declines it (NF_ACCEPT):
+ * a declined packet reaches the stock flowtable hook next, unchanged, so
+ * the stock code stays the reference behaviour for everything this file
+ * does not handle, including the teardown on TCP FIN/RST and on a stale
+ * route.
  *
  * The order of checks follows nf_flow_offload_ip_hook() and
  * nf_flow_offload_ipv6_hook() of net/netfilter/nf_flow_table_ip.c (same in

@@ -78,7 +78,7 @@ static inline u64 nfb_stats_taken(const struct nfb_stats *st,
 	return sum;
 }
 
-/* Rescans of an unsettled attachment back off from 1/2 s to a minute. */
+/* Rescans of an unsettled attachment back off from 1/2 s to 64 s. */
 #define NFB_RESCAN_MIN		(HZ / 2)
 #define NFB_RESCAN_MAX		(64 * HZ)
 

@@ -100,7 +100,7 @@ enum nfb_decline_reason {
 	NFB_DECLINE_TCP_FLAGS,	/* FIN or RST: flow torn down */
 	NFB_DECLINE_DST_STALE,	/* cached route is no longer valid */
 	NFB_DECLINE_HW_OFFLOAD,	/* flow is offloaded to hardware */
-	NFB_DECLINE_XMIT_TYPE,	/* direct, XFRM or other xmit type */
+	NFB_DECLINE_XMIT_TYPE,	/* XFRM or other xmit type, IPv4 via IPv6 gw */
 	NFB_DECLINE_ENCAP,	/* encapsulation the stock flowtable does
 				 * not parse either (three layers, inner
 				 * protocol not IP)
