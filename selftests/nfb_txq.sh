@@ -26,6 +26,7 @@ nfb_require_tool ip nft tc python3 taskset ethtool pahole
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
 	pick_probe off
+	if [ -n "$record_cmd" ]; then echo "$record_cmd" >"$TRACE/options/record-cmd"; fi
 	cleanup_all_ns
 	if nfb_module_loaded; then nfb_unload_module; fi
 }
@@ -58,11 +59,22 @@ pick_probe() {
 		echo "-:nfb_txq/pick" >>"$TRACE/kprobe_events"
 	fi
 }
+record_cmd=
 trap cleanup EXIT
 
 [ "$(nproc)" -ge 2 ] || nfb_cannot_run "needs two CPUs"
 
 [ -d "$TRACE/events" ] || mount -t tracefs nodev "$TRACE"
+# Enabling an event with record-cmd on also registers the sched_switch
+# probe that records task names: a jump label patched in __schedule()
+# (int3 first, then the new instruction) while every CPU runs it. Once,
+# in a clean-clone make check on 6.12, the idle CPU trapped on that int3
+# after the patch had finished ("Oops: int3" in __schedule, TCG guest) and
+# the guest panicked. The probe needs no task names; with record-cmd off
+# only netdev_pick_tx(), which runs only under the test's own traffic,
+# is patched.
+record_cmd=$(cat "$TRACE/options/record-cmd")
+echo 0 >"$TRACE/options/record-cmd"
 [ "$(uname -m)" = x86_64 ] || nfb_cannot_run "the probe reads x86-64 registers"
 nfb_load_module
 setup_ns C R S
