@@ -36,7 +36,12 @@ kernel_trouble='BUG:|WARNING:|Oops|KASAN|refcount_t:|unregister_netdevice: waiti
 # site (seen in ip_rcv and ip_local_deliver on 6.12, never in our code).
 # Hooks held in the initial namespace for the whole run keep the netfilter
 # and tc static keys from ever going back to zero, so those sites are
-# patched once, here, before any traffic.
+# patched once, here, before any traffic. The same for two keys of the
+# core's hot paths that tests switch: netstamp_needed_key, on while any
+# socket asks for receive timestamps (every ping does: it patched
+# netif_rx_internal twice per ping, and a 6.12 guest died of it in
+# nfb_faults, 2 December), and xps_needed, on while any device has an XPS
+# map (nfb_txq sets and removes some).
 keep_static_keys() {
 	nft -f - <<-'EOF'
 	table inet nfb_selftests_keepalive {
@@ -48,11 +53,26 @@ keep_static_keys() {
 	}
 	table netdev nfb_selftests_keepalive {
 		chain keep_ingress { type filter hook ingress device lo priority 0; }
+		chain keep_egress { type filter hook egress device lo priority 0; }
 	}
 	EOF
 	tc qdisc add dev lo clsact
 	tc filter add dev lo ingress matchall action ok
 	tc filter add dev lo egress matchall action ok
+	ip link add nfb_keep_xps numtxqueues 2 numrxqueues 2 type veth peer nfb_keep_xps1
+	echo 1 >/sys/class/net/nfb_keep_xps/queues/tx-0/xps_cpus
+	# The socket is held until the guest powers off.
+	coproc keep_timestamps {
+		exec python3 -c 'import signal, socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+SO_TIMESTAMP = 29  # asm-generic/socket.h; Python 3.11 lacks the name
+s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMP, 1)
+print("set", flush=True)
+signal.pause()'
+	}
+	local ready=
+	read -r ready <&"${keep_timestamps[0]}"
+	[ "$ready" = set ] || { echo "run_guest.sh: the timestamp socket failed" >&2; exit 1; }
 }
 keep_static_keys
 
