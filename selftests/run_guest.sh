@@ -61,18 +61,26 @@ keep_static_keys() {
 	tc filter add dev lo egress matchall action ok
 	ip link add nfb_keep_xps numtxqueues 2 numrxqueues 2 type veth peer nfb_keep_xps1
 	echo 1 >/sys/class/net/nfb_keep_xps/queues/tx-0/xps_cpus
-	# The socket is held until the guest powers off.
+	# The socket is held until the guest powers off. Its errors come through
+	# the coproc's pipe; once it is set, it holds no stream of ours open.
 	coproc keep_timestamps {
-		exec python3 -c 'import signal, socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+		exec python3 -c 'import os, signal, socket
 SO_TIMESTAMP = 29  # asm-generic/socket.h; Python 3.11 lacks the name
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMP, 1)
 print("set", flush=True)
-signal.pause()'
+null = os.open(os.devnull, os.O_RDWR)
+for fd in 0, 1, 2:
+    os.dup2(null, fd)
+signal.pause()' 2>&1
 	}
 	local ready=
-	read -r ready <&"${keep_timestamps[0]}"
-	[ "$ready" = set ] || { echo "run_guest.sh: the timestamp socket failed" >&2; exit 1; }
+	read -r ready <&"${keep_timestamps[0]}" || true
+	if [ "$ready" != set ]; then
+		echo "run_guest.sh: the timestamp socket failed: $ready" >&2
+		cat <&"${keep_timestamps[0]}" >&2 || true
+		exit 1
+	fi
 }
 keep_static_keys
 
