@@ -6,6 +6,7 @@
 #   make check           set-up, build, every test; ends with "N passed, N failed"
 #   make check-install   the DKMS install test in a VM (long: not in check)
 #   make check-debug     every selftest on the debug kernel (KASAN, lockdep, kmemleak)
+#   make check-series    .ci/run RUNS times (5), each in a new clone of HEAD
 #   make demo            the demo: VM, topology, traffic, side-by-side figures
 #   make bench           the full benchmark matrix
 #   make setup           install what the build, tests and demo need (apt-get)
@@ -39,7 +40,7 @@ EXAMPLES := packaging/modprobe.d/nf_flow_bulk.conf \
 	packaging/sysctl.d/90-nf_flow_bulk.conf \
 	packaging/modules-load.d/nf_flow_bulk.conf
 
-.PHONY: all module bench-module modules-all userspace check check-install check-debug demo bench setup clean help
+.PHONY: all module bench-module modules-all userspace check check-install check-debug check-series demo bench setup clean help
 .PHONY: install uninstall install-module uninstall-module install-userspace uninstall-userspace
 .PHONY: dkms dkms-source dkms-uninstall
 
@@ -143,6 +144,12 @@ check-install:
 check-debug:
 	tools/debug-kernel/check
 
+# Not part of check: make check again and again (RUNS, default 5), each time
+# in a new clone; stops at the first failure. About 40 minutes a run here.
+RUNS ?= 5
+check-series:
+	tools/check-series -n $(RUNS)
+
 demo:
 	tools/demo
 
@@ -156,4 +163,4 @@ clean:
 	rm -rf $(BUILD)
 
 help:
-	@sed -n '3,16p' Makefile
+	@sed -n '3,17p' Makefile
