@@ -21,6 +21,20 @@ fp_cleanup_tmp() {
 	[ -z "$FP_TMP" ] || rm -rf "$FP_TMP"
 }
 
+# fp_unpriv_copy FILE [MODULE...]: print the path of a copy of FILE that
+# any user can read, with copies of the Python MODULEs it imports beside it
+# (after fp_tmpdir; they go with FP_TMP). The work tree may sit where
+# other users cannot reach it (a clone under /root, or in a mktemp -d
+# directory: mode 0700), and a script run as nobody would then fail on
+# opening itself, not on the refusal the test looks for.
+fp_unpriv_copy() {
+	local d=$FP_TMP/unpriv
+	mkdir -p "$d"
+	chmod 0755 "$FP_TMP" "$d"
+	install -m 0644 "$@" "$d/"
+	echo "$d/${1##*/}"
+}
+
 # nfb_genl.py in namespace $1.
 fp_genl() {
 	local ns=$1

@@ -18,8 +18,10 @@ nfb_require_tool ip nft python3 setpriv
 cleanup() {
 	cleanup_all_ns
 	if nfb_module_loaded; then nfb_unload_module; fi
+	fp_cleanup_tmp
 }
 trap cleanup EXIT
+fp_tmpdir
 
 # expect_err ERRNO "extack substring" ARGS...: nfb_genl.py in $R must fail
 # with ERRNO and print the kernel's message.
@@ -91,10 +93,11 @@ else
 fi
 
 # Unprivileged callers are refused on every command.
+genl_unpriv=$(fp_unpriv_copy "${FP_GENL[0]}")
 for cmd in list stats reset "attach inet fp ft" "detach inet fp ft"; do
 	# shellcheck disable=SC2086 # word splitting of $cmd is intended
 	if out=$(ip netns exec "$R" setpriv --reuid=65534 --regid=65534 \
-		--clear-groups --inh-caps=-all python3 "${FP_GENL[@]}" $cmd 2>&1); then
+		--clear-groups --inh-caps=-all python3 "$genl_unpriv" $cmd 2>&1); then
 		log_fail "unprivileged '$cmd' succeeded"
 		ret=1
 	else

@@ -45,6 +45,7 @@ fuzz=("$FP_DIR/nfb_fuzz_genl.py")
 cleanup() {
 	cleanup_all_ns
 	if nfb_module_loaded; then nfb_unload_module; fi
+	fp_cleanup_tmp
 	if [ "$ret" != 0 ]; then
 		echo "INFO: seed $seed; reproduce with:" \
 			"tools/vm/run --kernel $(uname -r) -- env NFB_FUZZ_SEED=$seed" \
@@ -52,6 +53,9 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
+fp_tmpdir
+# The fuzzer runs as nobody too: a copy it can open wherever the tree is.
+fuzz=("$(fp_unpriv_copy "${fuzz[0]}" "${FP_GENL[0]}")")
 
 echo "INFO: NFB_FUZZ_SEED=$seed NFB_FUZZ_COUNT=$count NFB_FUZZ_TIME=$secs"
 
