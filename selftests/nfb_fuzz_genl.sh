@@ -73,6 +73,8 @@ fuzz_in() {
 	if ! ip netns exec "$ns" env NFB_FUZZ_SEED="$s" NFB_FUZZ_COUNT="$n" \
 		NFB_FUZZ_TIME="$t" NFB_FUZZ_AVOID=fz "${wrap[@]}" \
 		python3 "${fuzz[@]}" "$@"; then
+		# Its own FAIL lines say what went wrong, if it got that far.
+		log_fail "fuzzer '$*' in $ns (wrapper: ${wrap[*]:-none}) exited with an error"
 		ret=1
 	fi
 }
