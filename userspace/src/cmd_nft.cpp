@@ -409,7 +409,16 @@ void flowtable_add(Invocation& invocation, Arguments& arguments) {
   run_nft(invocation, command, context);
   if (early) {
     try {
-      module->attach(spec.ref);
+      try {
+        module->attach(spec.ref);
+      } catch (const KernelError& error) {
+        // Already attached is the state asked for, as with -f: attachments
+        // outlive their table and follow the flowtable when it comes back
+        // (a table deleted and made again by a boot script run twice).
+        if (error.sys_errno() != EEXIST) {
+          throw;
+        }
+      }
     } catch (const Error& error) {
       // Undo the flowtable so the command has no effect at all. By name:
       // libnftables 1.0.6 echoes no flowtable handle, and the name is ours

@@ -436,6 +436,24 @@ TEST_F(CliTest, FlowtableAddEarlyIngressAttachFailureRemovesFlowtable) {
   EXPECT_TRUE(nft_kernel().state().flowtables.empty());
 }
 
+// The attachment outlived an earlier table of that name (attachments follow
+// the flowtable when it comes back): already attached is success, as with -f,
+// and the flowtable just created stays.
+TEST_F(CliTest, FlowtableAddEarlyIngressAlreadyAttachedKeepsTheFlowtable) {
+  nft_kernel().add_table(NFPROTO_INET, "fw");
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(fail_message(0, EEXIST, "flowtable already attached"));
+  EXPECT_EQ(
+      run({"flowtable", "add", "inet", "fw", "ft", "hook", "early_ingress", "devices", "eth0"}),
+      kExitOk)
+      << err();
+  EXPECT_TRUE(err().empty()) << err();
+  EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_ATTACH);
+  EXPECT_TRUE(genl().exhausted());
+  ASSERT_EQ(nft_kernel().state().flowtables.size(), 1U);
+  EXPECT_EQ(nft_kernel().state().flowtables[0].name, "ft");
+}
+
 TEST_F(CliTest, FlowtableAddMissingTableIsNftsMessage) {
   nft_kernel().add_table(NFPROTO_IPV4, "filter");
   EXPECT_EQ(run({"flowtable", "add", "ip", "nope", "ft", "hook", "ingress", "devices", "eth0"}),
