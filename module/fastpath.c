@@ -339,7 +339,7 @@ static __always_inline void nfb_prepare(struct sk_buff *skb,
 	} else {
 		skb_dst_force(skb);
 	}
-	netdev_hold(out->dev, &cb->dev_tracker, GFP_ATOMIC);
+	dev_hold(out->dev);
 	skb->dev = out->dev;
 	cb->nn = nn;
 	cb->flow_hash = hash_ptr(flow, 32);

@@ -238,7 +238,8 @@ static int __init nf_flow_bulk_init(void)
 {
 	int err;
 
-	BUILD_BUG_ON(sizeof(struct nfb_cb) > sizeof_field(struct sk_buff, cb));
+	BUILD_BUG_ON(NFB_CB_OFFSET + sizeof(struct nfb_cb) >
+		     sizeof_field(struct sk_buff, cb));
 
 	err = nfb_xmit_init();
 	if (err)

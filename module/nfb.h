@@ -15,6 +15,7 @@
 #include <net/net_namespace.h>
 #include <net/netfilter/nf_flow_table.h>
 #include <net/netfilter/nf_tables.h>
+#include <net/sch_generic.h>
 
 #include "nf_flow_bulk.h"
 
@@ -144,10 +145,10 @@ struct nfb_hook {
 
 /*
  * What transmit needs, copied into skb->cb by the hook. The output device
- * is skb->dev, held (netdev_hold() with @dev_tracker) from the moment the
- * packet is taken until its bulk has been handed on; the route, for
- * FLOW_OFFLOAD_XMIT_NEIGH, is skb_dst(), referenced. Nothing else of the
- * flow survives the hook.
+ * is skb->dev, held (dev_hold(), untracked: the tracker would not fit in
+ * the control block) from the moment the packet is taken until its bulk
+ * has been handed on; the route, for FLOW_OFFLOAD_XMIT_NEIGH, is
+ * skb_dst(), referenced. Nothing else of the flow survives the hook.
  *
  * @encap is the encapsulation the flow's packets leave with: the receive
  * encapsulation of the flow's other direction, which is what the stock
@@ -156,6 +157,17 @@ struct nfb_hook {
  * (6.1 and 6.12), the output device already implies it; the bulk key
  * compares it anyway, so that no bulk can mix two encapsulations whatever
  * the device layout.
+ *
+ * Where it lives: past the qdisc_skb_cb header (pkt_len,
+ * slave_dev_queue_mapping, tc_classid; bytes 0..7). The drain picks each
+ * packet's transmit queue while this is still in use, and the output
+ * device's ndo_select_queue() writes that header: bond, team,
+ * net_failover and netvsc keep slave_dev_queue_mapping there until their
+ * ndo_start_xmit() reads it back. With the next hop in bytes 0..15 a bond
+ * output corrupted every IPv6 next hop and every cached MAC address.
+ * No ndo_select_queue() of 6.1 or 6.12 writes past the header, and no
+ * qdisc reads its data[] before enqueue, by which time this is cleared
+ * (nfb_cb_clear()).
  */
 struct nfb_cb {
 	union {
@@ -167,7 +179,6 @@ struct nfb_cb {
 		} mac;
 	} nexthop;
 	struct nfb_net		*nn;		/* kept alive by inflight */
-	netdevice_tracker	dev_tracker;
 	u32			flow_hash;
 	u16			bulk_max;
 	u8			dsfield;	/* DSCP, ECN bits cleared */
@@ -178,7 +189,17 @@ struct nfb_cb {
 	} encap[NF_FLOW_TABLE_ENCAP_MAX];
 };
 
-#define NFB_CB(skb)	((struct nfb_cb *)(skb)->cb)
+#define NFB_CB_OFFSET	offsetof(struct qdisc_skb_cb, data)
+#define NFB_CB(skb)	((struct nfb_cb *)((skb)->cb + NFB_CB_OFFSET))
+
+/*
+ * Our part of the control block, zeroed before a packet goes on to the
+ * transmit side; the qdisc_skb_cb header stays as the queue pick left it.
+ */
+static inline void nfb_cb_clear(struct sk_buff *skb)
+{
+	memset(NFB_CB(skb), 0, sizeof(struct nfb_cb));
+}
 
 static inline void nfb_count_decline(struct nfb_net *nn,
 				     enum nfb_decline_reason r)

@@ -369,9 +369,9 @@ static void nfb_enqueue_qdisc(struct sk_buff *skb, struct Qdisc *q,
 }
 
 /*
- * Transmit one bulk. The caller holds a reference on b->dev for the whole
- * call (the packets' own references are already released) and the bulk's
- * packets are counted in flight until it returns.
+ * Transmit one bulk. The caller holds one reference on b->dev for the
+ * whole call (the other packets' references are already released) and the
+ * bulk's packets are counted in flight until it returns.
  */
 static void __nfb_xmit_bulk(struct nfb_bulk *b)
 {
@@ -489,7 +489,7 @@ header:
 			nfb_queue_xmit(skb, nn, r);
 			continue;
 		}
-		memset(skb->cb, 0, sizeof(skb->cb));
+		nfb_cb_clear(skb);
 		nfb_skb_clear_tc_at_ingress(skb);
 		if (dst_release)
 			skb_dst_drop(skb);
@@ -593,27 +593,22 @@ queue:
 }
 
 /*
- * The bulk holds one reference on the output device while it is sent;
- * the references its packets took in the hook are dropped first (per-CPU
- * counters without a tracker). The in-flight count, which keeps b->nn
- * alive, drops last.
+ * The bulk keeps its first packet's reference on the output device while
+ * it is sent; the references of the others are dropped first. The
+ * in-flight count, which keeps b->nn alive, drops last.
  */
 static void nfb_xmit_bulk(struct nfb_bulk *b)
 {
 	struct net_device *dev = b->dev;
 	struct nfb_net *nn = b->nn;
-	unsigned int n = b->count;
-	netdevice_tracker tracker;
-	struct sk_buff *skb;
+	unsigned int i, n = b->count;
 
-	netdev_hold(dev, &tracker, GFP_ATOMIC);
-	for (skb = b->head; skb != b->tail; skb = skb->next)
-		netdev_put(dev, &NFB_CB(skb)->dev_tracker);
-	netdev_put(dev, &NFB_CB(skb)->dev_tracker);
+	for (i = 1; i < n; i++)
+		dev_put(dev);
 
 	__nfb_xmit_bulk(b);
 
-	netdev_put(dev, &tracker);
+	dev_put(dev);
 	this_cpu_sub(nn->stats->inflight, n);
 }
 
@@ -792,7 +787,7 @@ void nfb_enqueue(struct sk_buff *skb)
 	if (unlikely(skb_queue_len(&c->queue) >= NFB_QUEUE_FLUSH)) {
 		if (READ_ONCE(nfb_test_hold) || c->draining) {
 			nfb_count_drop(nn, NFB_DROP_QUEUE_FULL);
-			netdev_put(skb->dev, &NFB_CB(skb)->dev_tracker);
+			dev_put(skb->dev);
 			kfree_skb(skb);
 			this_cpu_dec(nn->stats->inflight);
 			goto out;
