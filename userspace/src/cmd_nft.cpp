@@ -557,19 +557,51 @@ uint64_t parse_handle(const std::string& word) {
   return value;
 }
 
+// What an offload rule offloads: "tcp", "udp" (a number for another
+// protocol), "tcp,udp" for a set of them, "all" when it matches nothing
+// before `flow add`, "other" when it matches something else.
+std::string offload_proto_text(const OffloadRule& rule) {
+  switch (rule.match) {
+    case OffloadMatch::kAll:
+      return "all";
+    case OffloadMatch::kOther:
+      return "other";
+    case OffloadMatch::kProtocols:
+      break;
+  }
+  std::string text;
+  for (uint8_t protocol : rule.protocols) {
+    text += (text.empty() ? "" : ",") + protocol_name(protocol);
+  }
+  return text;
+}
+
 Json offload_rule_json(const OffloadRule& rule) {
   return Json{{"family", family_name(rule.family)},
               {"table", rule.table},
               {"chain", rule.chain},
               {"handle", rule.handle},
               {"flowtable", rule.flowtable},
-              {"proto", protocol_name(rule.protocol)},
+              {"proto", offload_proto_text(rule)},
               {"counter", rule.counter}};
 }
 
+// The rule as nft writes it, as far as flowbulk reads it.
 std::string offload_rule_text(const OffloadRule& rule) {
-  return "meta l4proto " + protocol_name(rule.protocol) + (rule.counter ? " counter" : "") +
-         " flow add @" + rule.flowtable + " (handle " + std::to_string(rule.handle) + ")";
+  std::string match;
+  if (rule.match == OffloadMatch::kOther) {
+    match = "... ";
+  } else if (rule.match == OffloadMatch::kProtocols && rule.protocols.size() == 1) {
+    match = "meta l4proto " + protocol_name(rule.protocols[0]) + " ";
+  } else if (rule.match == OffloadMatch::kProtocols) {
+    std::string names;
+    for (uint8_t protocol : rule.protocols) {
+      names += (names.empty() ? "" : ", ") + protocol_name(protocol);
+    }
+    match = "meta l4proto { " + names + " } ";
+  }
+  return match + (rule.counter ? "counter " : "") + "flow add @" + rule.flowtable + " (handle " +
+         std::to_string(rule.handle) + ")";
 }
 
 // `proto`, `counter`, `chain`, `position` after FAMILY TABLE FLOWTABLE.
@@ -676,8 +708,10 @@ std::vector<uint64_t> echoed_rule_handles(const std::string& echoed) {
 }
 
 // Never touches an existing chain: it is created (exclusively, with no
-// policy: the kernel's default accept) only when it does not exist. Rules
-// already there for the flowtable and protocol are kept, not added again.
+// policy: the kernel's default accept) only when it does not exist. A
+// protocol that a rule of the chain already offloads to the flowtable
+// (`meta l4proto tcp`, `meta l4proto { tcp, udp }`, a bare `flow add`) is
+// left to that rule, not added again.
 OffloadResult add_offload(Invocation& invocation, NftClient& nft, const OffloadSpec& asked,
                           const std::string& context, bool may_retry) {
   const FlowtableRef& ref = asked.flowtable;
@@ -728,12 +762,14 @@ OffloadResult add_offload(Invocation& invocation, NftClient& nft, const OffloadS
       const auto existing = nft.list_offload_rules(ref.family, ref.table, spec.chain);
       for (uint8_t protocol : wanted) {
         auto same = std::find_if(existing.begin(), existing.end(), [&](const OffloadRule& rule) {
-          return rule.flowtable == ref.flowtable && rule.protocol == protocol;
+          return rule.flowtable == ref.flowtable && rule.offloads(protocol);
         });
-        if (same != existing.end()) {
-          result.present.push_back(*same);
-        } else {
+        if (same == existing.end()) {
           missing.push_back(protocol);
+        } else if (std::none_of(
+                       result.present.begin(), result.present.end(),
+                       [&](const OffloadRule& kept) { return kept.handle == same->handle; })) {
+          result.present.push_back(*same);  // once, if it offloads both
         }
       }
     } else {
@@ -794,7 +830,8 @@ OffloadResult add_offload(Invocation& invocation, NftClient& nft, const OffloadS
                                          .chain = spec.chain,
                                          .handle = handles[i],
                                          .flowtable = ref.flowtable,
-                                         .protocol = missing[i],
+                                         .match = OffloadMatch::kProtocols,
+                                         .protocols = {missing[i]},
                                          .counter = spec.counter});
     }
     if (reverse) {
@@ -809,7 +846,8 @@ OffloadResult add_offload(Invocation& invocation, NftClient& nft, const OffloadS
           std::any_of(result.present.begin(), result.present.end(),
                       [&](const OffloadRule& kept) { return kept.handle == rule.handle; });
       const bool ours = rule.flowtable == ref.flowtable &&
-                        std::find(missing.begin(), missing.end(), rule.protocol) != missing.end();
+                        std::any_of(missing.begin(), missing.end(),
+                                    [&rule](uint8_t protocol) { return rule.is_only(protocol); });
       if (!old && ours) {
         result.added.push_back(std::move(rule));
       }
@@ -884,7 +922,7 @@ void offload_list(Invocation& invocation, Arguments& arguments) {
                   {"COUNTER"},
                   {"HANDLE", TextTable::Align::kRight}});
   for (const OffloadRule& rule : rules) {
-    text.add_row({family_name(rule.family), rule.table, rule.chain, protocol_name(rule.protocol),
+    text.add_row({family_name(rule.family), rule.table, rule.chain, offload_proto_text(rule),
                   rule.flowtable, rule.counter ? "yes" : "no", std::to_string(rule.handle)});
   }
   if (!text.empty()) {
@@ -900,9 +938,12 @@ void offload_delete(Invocation& invocation, Arguments& arguments) {
   try {
     NftClient nft = open_nft(invocation);
     for (OffloadRule& rule : nft.list_offload_rules(ref.family, ref.table, spec.chain)) {
+      // Without a protocol, every rule that offloads to the flowtable;
+      // with one, the rules that offload only that protocol (not a set
+      // whose other protocols would go too).
       const bool protocol_matches =
           spec.protocol == OffloadProtocol::kAll ||
-          rule.protocol == (spec.protocol == OffloadProtocol::kTcp ? IPPROTO_TCP : IPPROTO_UDP);
+          rule.is_only(spec.protocol == OffloadProtocol::kTcp ? IPPROTO_TCP : IPPROTO_UDP);
       if (rule.flowtable == ref.flowtable && protocol_matches) {
         victims.push_back(std::move(rule));
       }
@@ -963,8 +1004,8 @@ const char* offload_usage() {
          "add creates the chain NAME (default \"forward\": type filter hook forward priority\n"
          "0) only if it does not exist, and never changes an existing chain's policy or\n"
          "rules. It inserts `meta l4proto P [counter] flow add @FLOWTABLE` per protocol\n"
-         "that has none yet, at the top by default: offloaded flows skip the chain's\n"
-         "later rules.\n";
+         "that no rule of the chain offloads yet, at the top by default: offloaded flows\n"
+         "skip the chain's later rules.\n";
 }
 
 void do_table(Invocation& invocation, Arguments& arguments) {

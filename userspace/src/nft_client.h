@@ -39,16 +39,33 @@ struct OffloadSpec {
   uint64_t handle = 0;  // for kAfter and kBefore
 };
 
-// A rule of the shape offload add makes: `meta l4proto P [counter] flow add
-// @FLOWTABLE` (whoever wrote it: nft makes the same expressions).
+// What an offload rule matches before its `flow add`, as far as flowbulk
+// reads it (counters aside).
+enum class OffloadMatch {
+  kProtocols,  // `meta l4proto P` or `meta l4proto { P, ... }` (an anonymous set)
+  kAll,        // nothing: every packet that reaches the rule
+  kOther,      // anything else: addresses, devices, a named set, a range
+};
+
+// A rule whose last expression is `flow add @FLOWTABLE`, whoever wrote it and
+// whatever it matches first: offload add's own `meta l4proto P [counter]
+// flow add @FLOWTABLE`, nft's `meta l4proto { tcp, udp } flow add @ft`.
 struct OffloadRule {
   uint8_t family = 0;
   std::string table;
   std::string chain;
   uint64_t handle = 0;
   std::string flowtable;
-  uint8_t protocol = 0;  // IPPROTO_TCP or IPPROTO_UDP
+  OffloadMatch match = OffloadMatch::kProtocols;
+  std::vector<uint8_t> protocols;  // kProtocols: IPPROTO_TCP, IPPROTO_UDP, ...
   bool counter = false;
+
+  // Whether every packet of `protocol` that reaches the rule is offloaded.
+  bool offloads(uint8_t protocol) const;
+  // Only `meta l4proto PROTOCOL`.
+  bool is_only(uint8_t protocol) const {
+    return match == OffloadMatch::kProtocols && protocols == std::vector<uint8_t>{protocol};
+  }
 };
 
 // What add_offload did.
@@ -101,6 +118,10 @@ class NftClient {
   // A GETRULE dump of one table (and chain, when not empty).
   void dump_rules(std::optional<uint8_t> family, const std::string& table, const std::string& chain,
                   const std::function<void(const nftnl_rule&)>& each);
+  // The protocols of an anonymous set of single protocol numbers (what nft
+  // makes of `meta l4proto { tcp, udp }`); nullopt for any other set.
+  std::optional<std::vector<uint8_t>> protocol_set(uint8_t family, const std::string& table,
+                                                   const std::string& set);
 
   NetlinkChannel channel_;
 };

@@ -9,6 +9,7 @@
 #include <libnftnl/expr.h>
 #include <libnftnl/flowtable.h>
 #include <libnftnl/rule.h>
+#include <libnftnl/set.h>
 #include <libnftnl/table.h>
 
 #include <memory>
@@ -30,5 +31,6 @@ using NftnlChainPtr = std::unique_ptr<nftnl_chain, CDeleter<nftnl_chain_free>>;
 using NftnlRulePtr = std::unique_ptr<nftnl_rule, CDeleter<nftnl_rule_free>>;
 using NftnlExprPtr = std::unique_ptr<nftnl_expr, CDeleter<nftnl_expr_free>>;
 using NftnlFlowtablePtr = std::unique_ptr<nftnl_flowtable, CDeleter<nftnl_flowtable_free>>;
+using NftnlSetPtr = std::unique_ptr<nftnl_set, CDeleter<nftnl_set_free>>;
 
 }  // namespace flowbulk

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 
 #include "error.h"
 #include "fake_kernel.h"
@@ -72,8 +73,54 @@ std::vector<std::string> flowtables_used(const Datagram& message) {
   return names;
 }
 
+// The sets a rule looks packets up in (meta l4proto { tcp, udp }).
+std::vector<std::string> sets_used(const Datagram& message) {
+  std::vector<std::string> names;
+  NftnlRulePtr rule = parse_rule(message);
+  nftnl_expr_iter* iter = nftnl_expr_iter_create(rule.get());
+  for (nftnl_expr* expr = nftnl_expr_iter_next(iter); expr != nullptr;
+       expr = nftnl_expr_iter_next(iter)) {
+    if (str_or_empty(nftnl_expr_get_str(expr, NFTNL_EXPR_NAME)) == "lookup") {
+      names.push_back(str_or_empty(nftnl_expr_get_str(expr, NFTNL_EXPR_LOOKUP_SET)));
+    }
+  }
+  nftnl_expr_iter_destroy(iter);
+  return names;
+}
+
+// Every element of an element list as NFTA_LIST_ELEM, as the kernel sends
+// them: libnftnl numbers them 1, 2, ... when it builds a message, and its
+// parser stops at the first that is not NFTA_LIST_ELEM.
+void number_elements_as_the_kernel(nlmsghdr* message) {
+  auto* const end = reinterpret_cast<uint8_t*>(message) + message->nlmsg_len;
+  auto left = [](const void* at, const uint8_t* stop) {
+    return static_cast<int>(stop - static_cast<const uint8_t*>(at));
+  };
+  for (auto* attribute =
+           static_cast<nlattr*>(mnl_nlmsg_get_payload_offset(message, sizeof(nfgenmsg)));
+       mnl_attr_ok(attribute, left(attribute, end)); attribute = mnl_attr_next(attribute)) {
+    if (mnl_attr_get_type(attribute) != NFTA_SET_ELEM_LIST_ELEMENTS) {
+      continue;
+    }
+    auto* const nest_end = reinterpret_cast<uint8_t*>(attribute) + attribute->nla_len;
+    for (auto* element = static_cast<nlattr*>(mnl_attr_get_payload(attribute));
+         mnl_attr_ok(element, left(element, nest_end)); element = mnl_attr_next(element)) {
+      element->nla_type =
+          static_cast<uint16_t>((element->nla_type & ~NLA_TYPE_MASK) | NFTA_LIST_ELEM);
+    }
+  }
+}
+
+NftnlSetPtr parse_set(const Datagram& message) {
+  NftnlSetPtr set(nftnl_set_alloc());
+  nftnl_set_nlmsg_parse(reinterpret_cast<const nlmsghdr*>(message.data()), set.get());
+  return set;
+}
+
 uint16_t table_filter_attribute(uint16_t type) {
   switch (type) {
+    case NFT_MSG_GETSET:
+      return NFTA_SET_TABLE;
     case NFT_MSG_GETCHAIN:
       return NFTA_CHAIN_TABLE;
     case NFT_MSG_GETFLOWTABLE:
@@ -164,6 +211,36 @@ Datagram flowtable_message(const FakeNftKernel::Flowtable& flowtable, const nlms
   return reply.datagram();
 }
 
+Datagram set_message(const FakeNftKernel::Set& set, const nlmsghdr& request) {
+  Reply reply(NFT_MSG_NEWSET, set.family, request);
+  NftnlSetPtr object = parse_set(set.message);
+  nftnl_set_set_str(object.get(), NFTNL_SET_NAME, set.name.c_str());
+  nftnl_set_set_u64(object.get(), NFTNL_SET_HANDLE, set.handle);
+  nftnl_set_unset(object.get(), NFTNL_SET_ID);
+  nftnl_set_nlmsg_build_payload(reply.header(), object.get());
+  return reply.datagram();
+}
+
+// NEWSETELEM with every element of the set, as the kernel's dump of it.
+Datagram set_elements_message(const FakeNftKernel::Set& set, const nlmsghdr& request) {
+  Reply reply(NFT_MSG_NEWSETELEM, set.family, request);
+  NftnlSetPtr object(nftnl_set_alloc());
+  nftnl_set_set_str(object.get(), NFTNL_SET_TABLE, set.table.c_str());
+  nftnl_set_set_str(object.get(), NFTNL_SET_NAME, set.name.c_str());
+  for (const FakeNftKernel::SetElement& element : set.elements) {
+    nftnl_set_elem* added = nftnl_set_elem_alloc();
+    nftnl_set_elem_set(added, NFTNL_SET_ELEM_KEY, element.key.data(),
+                       static_cast<uint32_t>(element.key.size()));
+    if (element.flags != 0) {
+      nftnl_set_elem_set_u32(added, NFTNL_SET_ELEM_FLAGS, element.flags);
+    }
+    nftnl_set_elem_add(object.get(), added);
+  }
+  nftnl_set_elems_nlmsg_build_payload(reply.header(), object.get());
+  number_elements_as_the_kernel(reply.header());
+  return reply.datagram();
+}
+
 class Transaction {
  public:
   explicit Transaction(FakeNftKernel::State& state) : s_(state) {}
@@ -201,6 +278,7 @@ class Transaction {
           return object.family == family && object.table == name;
         };
         std::erase_if(s_.rules, in_table);
+        std::erase_if(s_.sets, in_table);
         std::erase_if(s_.chains, in_table);
         std::erase_if(s_.flowtables, in_table);
         std::erase_if(s_.tables, [&](const FakeNftKernel::Table& table) {
@@ -210,6 +288,10 @@ class Transaction {
       }
       case NFT_MSG_NEWCHAIN:
         return new_chain(message, family, flags);
+      case NFT_MSG_NEWSET:
+        return new_set(message, family, flags);
+      case NFT_MSG_NEWSETELEM:
+        return new_set_elements(message, family);
       case NFT_MSG_NEWRULE:
         return new_rule(message, family, flags);
       case NFT_MSG_DELRULE:
@@ -311,6 +393,114 @@ class Transaction {
     return nullptr;
   }
 
+  FakeNftKernel::Set* find_set(uint8_t family, const std::string& table_name,
+                               const std::string& name) {
+    for (auto& set : s_.sets) {
+      if (set.family == family && set.table == table_name && set.name == name) {
+        return &set;
+      }
+    }
+    return nullptr;
+  }
+  // A set named in a message: by its id when it was added in this
+  // transaction ("__set%d" is not its name yet), else by name.
+  FakeNftKernel::Set* find_set(uint8_t family, const std::string& table_name,
+                               const std::string& name, std::optional<uint32_t> id) {
+    if (id) {
+      if (auto added = set_ids_.find(*id); added != set_ids_.end()) {
+        return find_set(family, table_name, added->second);
+      }
+    }
+    return find_set(family, table_name, name);
+  }
+
+  // nf_tables_newset: an anonymous set's "__set%d" gets the lowest free number.
+  int new_set(const nlmsghdr& message, uint8_t family, uint16_t flags) {
+    Datagram bytes(reinterpret_cast<const uint8_t*>(&message),
+                   reinterpret_cast<const uint8_t*>(&message) + message.nlmsg_len);
+    NftnlSetPtr parsed = parse_set(bytes);
+    const std::string table_name = str_or_empty(nftnl_set_get_str(parsed.get(), NFTNL_SET_TABLE));
+    std::string name = str_or_empty(nftnl_set_get_str(parsed.get(), NFTNL_SET_NAME));
+    FakeNftKernel::Table* owner = table(family, table_name);
+    if (owner == nullptr) {
+      return ENOENT;
+    }
+    if (const size_t at = name.find("%d"); at != std::string::npos) {
+      for (int number = 0;; ++number) {
+        std::string candidate = name;
+        candidate.replace(at, 2, std::to_string(number));
+        if (find_set(family, table_name, candidate) == nullptr) {
+          name = candidate;
+          break;
+        }
+      }
+    } else if (find_set(family, table_name, name) != nullptr) {
+      return (flags & NLM_F_EXCL) != 0 ? EEXIST : 0;
+    }
+    if (nftnl_set_is_set(parsed.get(), NFTNL_SET_ID)) {
+      set_ids_[nftnl_set_get_u32(parsed.get(), NFTNL_SET_ID)] = name;
+    }
+    s_.sets.push_back({.family = family,
+                       .table = table_name,
+                       .name = name,
+                       .handle = owner->next_handle++,
+                       .flags = nftnl_set_get_u32(parsed.get(), NFTNL_SET_FLAGS),
+                       .message = std::move(bytes),
+                       .elements = {}});
+    if ((flags & NLM_F_ECHO) != 0) {
+      echoes_.push_back(set_message(s_.sets.back(), message));
+    }
+    return 0;
+  }
+
+  int new_set_elements(const nlmsghdr& message, uint8_t family) {
+    Datagram bytes(reinterpret_cast<const uint8_t*>(&message),
+                   reinterpret_cast<const uint8_t*>(&message) + message.nlmsg_len);
+    auto* header = reinterpret_cast<nlmsghdr*>(bytes.data());
+    number_elements_as_the_kernel(header);
+    NftnlSetPtr parsed(nftnl_set_alloc());
+    if (nftnl_set_elems_nlmsg_parse(header, parsed.get()) < 0) {
+      return EINVAL;
+    }
+    const std::string table_name = str_or_empty(nftnl_set_get_str(parsed.get(), NFTNL_SET_TABLE));
+    std::optional<uint32_t> id;
+    if (nftnl_set_is_set(parsed.get(), NFTNL_SET_ID)) {
+      id = nftnl_set_get_u32(parsed.get(), NFTNL_SET_ID);
+    }
+    FakeNftKernel::Set* target = find_set(
+        family, table_name, str_or_empty(nftnl_set_get_str(parsed.get(), NFTNL_SET_NAME)), id);
+    if (target == nullptr) {
+      return ENOENT;
+    }
+    nftnl_set_elems_iter* iter = nftnl_set_elems_iter_create(parsed.get());
+    for (nftnl_set_elem* element = nftnl_set_elems_iter_next(iter); element != nullptr;
+         element = nftnl_set_elems_iter_next(iter)) {
+      uint32_t length = 0;
+      const auto* key =
+          static_cast<const uint8_t*>(nftnl_set_elem_get(element, NFTNL_SET_ELEM_KEY, &length));
+      FakeNftKernel::SetElement added;
+      if (key != nullptr) {
+        added.key.assign(key, key + length);
+      }
+      if (nftnl_set_elem_is_set(element, NFTNL_SET_ELEM_FLAGS)) {
+        added.flags = nftnl_set_elem_get_u32(element, NFTNL_SET_ELEM_FLAGS);
+      }
+      target->elements.push_back(std::move(added));
+    }
+    nftnl_set_elems_iter_destroy(iter);
+    return 0;
+  }
+
+  // The kernel drops an anonymous set with the rule bound to it.
+  void drop_anonymous_sets(const FakeNftKernel::Rule& rule) {
+    for (const std::string& name : sets_used(rule.message)) {
+      std::erase_if(s_.sets, [&](const FakeNftKernel::Set& set) {
+        return set.family == rule.family && set.table == rule.table && set.name == name &&
+               (set.flags & NFT_SET_ANONYMOUS) != 0;
+      });
+    }
+  }
+
   // nf_tables_newchain / nf_tables_updchain.
   int new_chain(const nlmsghdr& message, uint8_t family, uint16_t flags) {
     NftnlChainPtr parsed(nftnl_chain_alloc());
@@ -392,6 +582,36 @@ class Transaction {
         return ENOENT;
       }
     }
+    // A lookup names its set by id when the set is new in this batch: the
+    // rule keeps the set's real name, as the kernel's dump shows it.
+    bool renamed = false;
+    nftnl_expr_iter* iter = nftnl_expr_iter_create(parsed.get());
+    for (nftnl_expr* expr = nftnl_expr_iter_next(iter); expr != nullptr;
+         expr = nftnl_expr_iter_next(iter)) {
+      if (str_or_empty(nftnl_expr_get_str(expr, NFTNL_EXPR_NAME)) != "lookup") {
+        continue;
+      }
+      std::optional<uint32_t> id;
+      if (nftnl_expr_is_set(expr, NFTNL_EXPR_LOOKUP_SET_ID)) {
+        id = nftnl_expr_get_u32(expr, NFTNL_EXPR_LOOKUP_SET_ID);
+      }
+      const FakeNftKernel::Set* used = find_set(
+          family, table_name, str_or_empty(nftnl_expr_get_str(expr, NFTNL_EXPR_LOOKUP_SET)), id);
+      if (used == nullptr) {
+        nftnl_expr_iter_destroy(iter);
+        return ENOENT;
+      }
+      nftnl_expr_set_str(expr, NFTNL_EXPR_LOOKUP_SET, used->name.c_str());
+      renamed = true;
+    }
+    nftnl_expr_iter_destroy(iter);
+    if (renamed) {
+      std::vector<uint8_t> buffer(16384);
+      nlmsghdr* header = nftnl_nlmsg_build_hdr(reinterpret_cast<char*>(buffer.data()),
+                                               NFT_MSG_NEWRULE, family, flags, message.nlmsg_seq);
+      nftnl_rule_nlmsg_build_payload(header, parsed.get());
+      bytes.assign(buffer.begin(), buffer.begin() + header->nlmsg_len);
+    }
     auto in_chain = [&](const FakeNftKernel::Rule& rule) {
       return rule.family == family && rule.table == table_name && rule.chain == chain_name;
     };
@@ -436,18 +656,23 @@ class Transaction {
     auto in_chain = [&](const FakeNftKernel::Rule& rule) {
       return rule.family == family && rule.table == table_name && rule.chain == chain_name;
     };
-    if (!nftnl_rule_is_set(parsed.get(), NFTNL_RULE_HANDLE)) {
-      std::erase_if(s_.rules, in_chain);  // flush the chain
-      return 0;
+    const bool flush = !nftnl_rule_is_set(parsed.get(), NFTNL_RULE_HANDLE);
+    const uint64_t handle = flush ? 0 : nftnl_rule_get_u64(parsed.get(), NFTNL_RULE_HANDLE);
+    auto doomed = [&](const FakeNftKernel::Rule& rule) {
+      return in_chain(rule) && (flush || rule.handle == handle);
+    };
+    for (const FakeNftKernel::Rule& rule : s_.rules) {
+      if (doomed(rule)) {
+        drop_anonymous_sets(rule);
+      }
     }
-    const uint64_t handle = nftnl_rule_get_u64(parsed.get(), NFTNL_RULE_HANDLE);
-    const size_t erased = std::erase_if(
-        s_.rules, [&](const auto& rule) { return in_chain(rule) && rule.handle == handle; });
-    return erased == 0 ? ENOENT : 0;
+    const size_t erased = std::erase_if(s_.rules, doomed);
+    return erased == 0 && !flush ? ENOENT : 0;
   }
 
   FakeNftKernel::State& s_;
   std::vector<Datagram> echoes_;
+  std::map<uint32_t, std::string> set_ids_;  // NFTA_SET_ID -> name, this transaction
 };
 
 }  // namespace
@@ -560,8 +785,29 @@ Datagram FakeNftKernel::answer_dump(const nlmsghdr& request) {
       }
       break;
     case NFT_MSG_GETSET:
+      for (const Set& set : state_.sets) {
+        if (selected(set)) {
+          parts.push_back(set_message(set, request));
+        }
+      }
+      break;
+    case NFT_MSG_GETSETELEM: {
+      NftnlSetPtr filter(nftnl_set_alloc());
+      nftnl_set_elems_nlmsg_parse(&request, filter.get());
+      const std::string table_name = str_or_empty(nftnl_set_get_str(filter.get(), NFTNL_SET_TABLE));
+      const std::string name = str_or_empty(nftnl_set_get_str(filter.get(), NFTNL_SET_NAME));
+      const auto found = std::find_if(state_.sets.begin(), state_.sets.end(), [&](const Set& set) {
+        return set.family == wanted && set.table == table_name && set.name == name;
+      });
+      if (found == state_.sets.end()) {
+        return error_reply(request, ENOENT);
+      }
+      if (!found->elements.empty()) {
+        parts.push_back(set_elements_message(*found, request));
+      }
+      break;
+    }
     case NFT_MSG_GETOBJ:
-    case NFT_MSG_GETSETELEM:
       break;  // this fake keeps none: an empty dump, as from a kernel without any
     default:
       return error_reply(request, EOPNOTSUPP);
@@ -669,6 +915,8 @@ std::vector<std::string> FakeNftKernel::rules(uint8_t family, const std::string&
         const auto* data =
             static_cast<const uint8_t*>(nftnl_expr_get(expr, NFTNL_EXPR_CMP_DATA, &length));
         text += " " + std::to_string(length > 0 ? data[0] : 0);
+      } else if (name == "lookup") {
+        text += " " + str_or_empty(nftnl_expr_get_str(expr, NFTNL_EXPR_LOOKUP_SET));
       } else if (name == "flow_offload") {
         text += " @" + str_or_empty(nftnl_expr_get_str(expr, NFTNL_EXPR_FLOW_TABLE_NAME));
       } else if (name == "immediate") {

@@ -54,10 +54,24 @@ class FakeNftKernel final : public Transport {
     uint64_t handle = 0;
     Datagram message;  // the NEWRULE message it came from (its expressions)
   };
+  struct SetElement {
+    std::vector<uint8_t> key;
+    uint32_t flags = 0;  // NFT_SET_ELEM_*
+  };
+  struct Set {
+    uint8_t family = 0;
+    std::string table;
+    std::string name;  // "__set%d" replaced by a number, as the kernel does
+    uint64_t handle = 0;
+    uint32_t flags = 0;  // NFT_SET_*
+    Datagram message;    // the NEWSET message it came from (key type, length, userdata)
+    std::vector<SetElement> elements;
+  };
   struct State {
     std::vector<Table> tables;
     std::vector<Chain> chains;
     std::vector<Flowtable> flowtables;
+    std::vector<Set> sets;
     std::vector<Rule> rules;  // in chain order
     uint64_t next_table_handle = 1;
   };
@@ -81,7 +95,8 @@ class FakeNftKernel final : public Transport {
   std::optional<Chain> chain(uint8_t family, const std::string& table,
                              const std::string& name) const;
   // Each rule of a chain as "handle: expr expr ..." with what matters of
-  // each expression ("cmp 6", "flow_offload @ft", "immediate accept").
+  // each expression ("cmp 6", "lookup __set0", "flow_offload @ft",
+  // "immediate accept").
   std::vector<std::string> rules(uint8_t family, const std::string& table,
                                  const std::string& chain) const;
   // Batches (begin..end) received, to count write transactions.

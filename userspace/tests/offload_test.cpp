@@ -194,6 +194,91 @@ TEST_F(OffloadTest, ListAndDeleteTouchOnlyOffloadRules) {
   EXPECT_NE(err().find("has no offload rule"), std::string::npos) << err();
 }
 
+// Rules nft wrote, loaded by the real libnftables (-f) into the fake.
+class NftWrittenOffloadTest : public OffloadTest {
+ protected:
+  void load_forward_chain(const std::string& rules) {
+    in_.clear();  // after an earlier -f - read it to the end
+    in_.str(
+        "table inet fw {\n"
+        "  chain forward {\n"
+        "    type filter hook forward priority filter; policy accept;\n" +
+        rules + "  }\n}\n");
+    ASSERT_EQ(run({"-f", "-"}), kExitOk) << err();
+  }
+};
+
+// Documentation/flowbulk.rst's own ruleset: an anonymous set of protocols.
+TEST_F(NftWrittenOffloadTest, ASetOfProtocolsIsListedAndNotAddedAgain) {
+  load_forward_chain("    meta l4proto { tcp, udp } flow add @ft\n");
+  const auto before = forward_rules();
+  ASSERT_EQ(before.size(), 1U);
+  EXPECT_NE(before[0].find("meta lookup __set0 flow_offload @ft"), std::string::npos) << before[0];
+
+  ASSERT_EQ(run({"-j", "offload", "list"}), kExitOk) << err();
+  Json json = Json::parse(out());
+  ASSERT_EQ(json["offloads"].size(), 1U) << out();
+  EXPECT_EQ(json["offloads"][0]["proto"], "tcp,udp");
+  EXPECT_EQ(json["offloads"][0]["flowtable"], "ft");
+  EXPECT_EQ(json["offloads"][0]["counter"], false);
+  ASSERT_EQ(run({"offload", "list"}), kExitOk) << err();
+  EXPECT_NE(out().find("inet    fw     forward  tcp,udp  ft"), std::string::npos) << out();
+
+  const size_t batches = nft_kernel().batches();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_NE(out().find("already in chain inet fw forward: meta l4proto { tcp, udp } flow add @ft"),
+            std::string::npos)
+      << out();
+  EXPECT_NE(out().find("nothing changed"), std::string::npos) << out();
+  ASSERT_EQ(run({"-j", "offload", "add", "inet", "fw", "ft", "proto", "udp"}), kExitOk) << err();
+  json = Json::parse(out());
+  EXPECT_EQ(json["changed"], false);
+  ASSERT_EQ(json["present"].size(), 1U);
+  EXPECT_EQ(json["present"][0]["proto"], "tcp,udp");
+  EXPECT_EQ(nft_kernel().batches(), batches);
+  EXPECT_EQ(forward_rules(), before);
+
+  // Not half of it: proto tcp is not the set's rule.
+  EXPECT_EQ(run({"offload", "delete", "inet", "fw", "ft", "proto", "tcp"}), kExitFailure);
+  EXPECT_EQ(forward_rules(), before);
+  ASSERT_EQ(run({"offload", "delete", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_TRUE(forward_rules().empty());
+}
+
+TEST_F(NftWrittenOffloadTest, ABareFlowAddOffloadsEveryProtocol) {
+  load_forward_chain("    counter flow add @ft\n");
+  ASSERT_EQ(run({"-j", "offload", "list", "inet", "fw"}), kExitOk) << err();
+  const Json json = Json::parse(out());
+  ASSERT_EQ(json["offloads"].size(), 1U) << out();
+  EXPECT_EQ(json["offloads"][0]["proto"], "all");
+  EXPECT_EQ(json["offloads"][0]["counter"], true);
+  const auto before = forward_rules();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_NE(out().find("nothing changed"), std::string::npos) << out();
+  EXPECT_EQ(forward_rules(), before);
+}
+
+// Rules that match more than a protocol are listed, as "other", and do not
+// stand in for offload add's rules.
+TEST_F(NftWrittenOffloadTest, OtherMatchesAreListedButNotTakenForTheProtocol) {
+  in_.str("table inet fw { set protos { type inet_proto; elements = { tcp }; }; }\n");
+  ASSERT_EQ(run({"-f", "-"}), kExitOk) << err();
+  load_forward_chain(
+      "    iifname \"eth0\" meta l4proto tcp flow add @ft\n"
+      "    meta l4proto @protos flow add @ft\n"
+      "    meta l4proto != { tcp, udp } flow add @ft\n");
+  ASSERT_EQ(forward_rules().size(), 3U);
+  ASSERT_EQ(run({"-j", "offload", "list"}), kExitOk) << err();
+  const Json json = Json::parse(out());
+  ASSERT_EQ(json["offloads"].size(), 3U) << out();
+  for (const auto& rule : json["offloads"]) {
+    EXPECT_EQ(rule["proto"], "other") << rule;
+  }
+  ASSERT_EQ(run({"-j", "offload", "add", "inet", "fw", "ft", "proto", "tcp"}), kExitOk) << err();
+  EXPECT_EQ(Json::parse(out())["added"].size(), 1U) << out();
+  EXPECT_EQ(forward_rules().size(), 4U);
+}
+
 }  // namespace
 }  // namespace flowbulk::testing
 
