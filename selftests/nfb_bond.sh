@@ -164,18 +164,21 @@ topology() {
 # name and skb->queue_mapping (offsets from the running kernel's BTF).
 qm_probe() {
 	if [ "$1" = on ]; then
-		local qm dev
+		local qm dev name
 		qm=$(pahole -C sk_buff /sys/kernel/btf/vmlinux 2>/dev/null |
 			sed -n 's|.*__u16 *queue_mapping; */\* *\([0-9]*\) .*|\1|p' | head -n 1)
 		dev=$(pahole -C sk_buff /sys/kernel/btf/vmlinux 2>/dev/null |
 			sed -n 's|.*struct net_device \* *dev; */\* *\([0-9]*\) .*|\1|p' | head -n 1)
-		if [ -z "$qm" ] || [ -z "$dev" ]; then
-			log_fail "no offsets of sk_buff.queue_mapping / dev in the kernel's BTF"
+		# Not at 0 since net_device's cacheline groups (6.8).
+		name=$(pahole -C net_device /sys/kernel/btf/vmlinux 2>/dev/null |
+			sed -n 's|.*char *name\[16\]; */\* *\([0-9]*\) .*|\1|p' | head -n 1)
+		if [ -z "$qm" ] || [ -z "$dev" ] || [ -z "$name" ]; then
+			log_fail "no offsets of sk_buff.queue_mapping, sk_buff.dev, net_device.name in the kernel's BTF"
 			exit "$ksft_fail"
 		fi
 		[ -d "$TRACE/events" ] || mount -t tracefs nodev "$TRACE"
 		echo 0 >"$TRACE/options/record-cmd"
-		echo "p:nfb_bond/qx __dev_queue_xmit qm=+$qm(%di):u16 dev=+0(+$dev(%di)):string" \
+		echo "p:nfb_bond/qx __dev_queue_xmit qm=+$qm(%di):u16 dev=+$name(+$dev(%di)):string" \
 			>>"$TRACE/kprobe_events"
 		: >"$TRACE/trace"
 		echo 1 >"$TRACE/events/nfb_bond/qx/enable"
