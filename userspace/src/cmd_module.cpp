@@ -260,9 +260,12 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
             attachment.flowtable_priority ? Json(*attachment.flowtable_priority) : Json();
         entry["hook_priority"] =
             attachment.hook_priority ? Json(*attachment.hook_priority) : Json();
+        entry["scans"] = attachment.scans ? Json(*attachment.scans) : Json();
         Json devices = Json::array();
         for (const AttachedDevice& device : attachment.devices) {
-          devices.push_back(Json{{"ifindex", device.ifindex}, {"ifname", device.ifname}});
+          devices.push_back(Json{{"ifindex", device.ifindex},
+                                 {"ifname", device.ifname},
+                                 {"adjacent", device.adjacent ? Json(*device.adjacent) : Json()}});
         }
         entry["devices"] = devices;
         list.push_back(entry);
@@ -270,23 +273,32 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
       emit_json(invocation, Json{{"attachments", list}});
       return;
     }
+    // NOT ADJACENT: the devices where another hook sits between the
+    // module's and the flowtable's, so the module takes nothing there.
     TextTable table({{"FAMILY"},
                      {"TABLE"},
                      {"FLOWTABLE"},
                      {"PRIORITY", TextTable::Align::kRight},
                      {"HOOK PRIORITY", TextTable::Align::kRight},
-                     {"DEVICES"}});
+                     {"SCANS", TextTable::Align::kRight},
+                     {"DEVICES"},
+                     {"NOT ADJACENT"}});
     for (const Attachment& attachment : attachments) {
       std::string devices;
+      std::string not_adjacent;
       for (const AttachedDevice& device : attachment.devices) {
         devices += (devices.empty() ? "" : ",") + device.ifname;
+        if (device.adjacent.has_value() && !*device.adjacent) {
+          not_adjacent += (not_adjacent.empty() ? "" : ",") + device.ifname;
+        }
       }
-      auto optional_text = [](const std::optional<int32_t>& value) {
+      auto optional_text = [](const auto& value) {
         return value ? std::to_string(*value) : std::string("-");
       };
       table.add_row({family_name(attachment.flowtable.family), attachment.flowtable.table,
                      attachment.flowtable.flowtable, optional_text(attachment.flowtable_priority),
-                     optional_text(attachment.hook_priority), devices.empty() ? "-" : devices});
+                     optional_text(attachment.hook_priority), optional_text(attachment.scans),
+                     devices.empty() ? "-" : devices, not_adjacent.empty() ? "-" : not_adjacent});
     }
     if (!table.empty()) {
       table.print(invocation.env.out);

@@ -68,6 +68,13 @@ std::optional<uint64_t> get_u64(const nlattr* attribute) {
   return mnl_attr_get_u64(attribute);
 }
 
+std::optional<uint8_t> get_u8(const nlattr* attribute) {
+  if (attribute == nullptr || mnl_attr_validate(attribute, MNL_TYPE_U8) < 0) {
+    return std::nullopt;
+  }
+  return mnl_attr_get_u8(attribute);
+}
+
 std::optional<uint32_t> get_u32(const nlattr* attribute) {
   if (attribute == nullptr || mnl_attr_validate(attribute, MNL_TYPE_U32) < 0) {
     return std::nullopt;
@@ -123,15 +130,21 @@ Attachment parse_attachment(const nlmsghdr& message) {
   if (auto priority = get_u32(attributes[NFB_A_HOOK_PRIORITY])) {
     attachment.hook_priority = static_cast<int32_t>(*priority);
   }
+  attachment.scans = get_u64(attributes[NFB_A_SCANS]);
   if (const nlattr* devices = attributes[NFB_A_DEVICES]) {
     for_each_nested(devices, [&attachment](const nlattr* device) {
       if (mnl_attr_get_type(device) != NFB_A_DEVICE) {
         return;
       }
       auto device_attributes = parse_nested<NFB_DEV_A_MAX + 1>(device);
+      std::optional<bool> adjacent;
+      if (auto flag = get_u8(device_attributes[NFB_DEV_A_ADJACENT])) {
+        adjacent = *flag != 0;
+      }
       attachment.devices.push_back(AttachedDevice{
           .ifindex = get_u32(device_attributes[NFB_DEV_A_IFINDEX]).value_or(0),
           .ifname = get_string(device_attributes[NFB_DEV_A_IFNAME]).value_or(""),
+          .adjacent = adjacent,
       });
     });
   }

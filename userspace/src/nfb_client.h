@@ -23,6 +23,10 @@ struct FlowtableRef {
 struct AttachedDevice {
   uint32_t ifindex = 0;
   std::string ifname;
+  // Whether the module's hook runs right before the flowtable's on this
+  // device (false: another hook sits between them and every packet is left
+  // to the stock path); nullopt from a module that does not say.
+  std::optional<bool> adjacent;
 };
 
 // One NFB_CMD_GET_ATTACH dump message.
@@ -30,6 +34,8 @@ struct Attachment {
   FlowtableRef flowtable;
   std::optional<int32_t> flowtable_priority;
   std::optional<int32_t> hook_priority;
+  // How often the module looked for the flowtable since the attach.
+  std::optional<uint64_t> scans;
   std::vector<AttachedDevice> devices;
 };
 

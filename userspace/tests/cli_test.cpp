@@ -126,25 +126,53 @@ TEST_F(CliTest, DetachSendsDetach) {
   EXPECT_NE(err().find("cannot detach flowtable inet fw ft: not attached"), std::string::npos);
 }
 
+// The rescan count and, per device, whether the module's hook is adjacent
+// to the flowtable's (eth1: another hook sits between them).
 TEST_F(CliTest, AttachListTextAndJson) {
   auto script = [this] {
     genl().expect(resolve_family(kFakeFamilyId));
     genl().expect(dump_reply([](const nlmsghdr& request) {
       return std::vector<Datagram>{
-          attachment_message(request, "fw", "ft", -100, {{2, "eth0"}, {3, "eth1"}})};
+          attachment_message(request, "fw", "ft", -100, {{2, "eth0", 1}, {3, "eth1", 0}}, 3),
+          attachment_message(request, "t2", "f2", 5, {{4, "eth2", 1}}, 0)};
     }));
   };
   script();
   EXPECT_EQ(run({"attach", "list"}), kExitOk) << err();
   EXPECT_EQ(out(),
-            "FAMILY  TABLE  FLOWTABLE  PRIORITY  HOOK PRIORITY  DEVICES\n"
-            "ip      fw     ft             -100           -101  eth0,eth1\n");
+            "FAMILY  TABLE  FLOWTABLE  PRIORITY  HOOK PRIORITY  SCANS  DEVICES    NOT ADJACENT\n"
+            "ip      fw     ft             -100           -101      3  eth0,eth1  eth1\n"
+            "ip      t2     f2                5              4      0  eth2       -\n");
   script();
   EXPECT_EQ(run({"-j", "attach", "l"}), kExitOk) << err();
   EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "attachments": [
       {"family": "ip", "table": "fw", "flowtable": "ft", "priority": -100,
-       "hook_priority": -101, "devices": [{"ifindex": 2, "ifname": "eth0"},
-                                          {"ifindex": 3, "ifname": "eth1"}]}]})"));
+       "hook_priority": -101, "scans": 3,
+       "devices": [{"ifindex": 2, "ifname": "eth0", "adjacent": true},
+                   {"ifindex": 3, "ifname": "eth1", "adjacent": false}]},
+      {"family": "ip", "table": "t2", "flowtable": "f2", "priority": 5,
+       "hook_priority": 4, "scans": 0,
+       "devices": [{"ifindex": 4, "ifname": "eth2", "adjacent": true}]}]})"));
+}
+
+// A module that reports neither: unknown, not "adjacent" or "no scans".
+TEST_F(CliTest, AttachListFromAModuleWithoutScansOrAdjacency) {
+  auto script = [this] {
+    genl().expect(resolve_family(kFakeFamilyId));
+    genl().expect(dump_reply([](const nlmsghdr& request) {
+      return std::vector<Datagram>{attachment_message(request, "fw", "ft", 0, {{2, "eth0"}})};
+    }));
+  };
+  script();
+  EXPECT_EQ(run({"attach", "list"}), kExitOk) << err();
+  EXPECT_EQ(out(),
+            "FAMILY  TABLE  FLOWTABLE  PRIORITY  HOOK PRIORITY  SCANS  DEVICES  NOT ADJACENT\n"
+            "ip      fw     ft                0             -1      -  eth0     -\n");
+  script();
+  EXPECT_EQ(run({"-j", "attach", "list"}), kExitOk) << err();
+  const Json json = Json::parse(out());
+  EXPECT_TRUE(json["attachments"][0]["scans"].is_null()) << out();
+  EXPECT_TRUE(json["attachments"][0]["devices"][0]["adjacent"].is_null()) << out();
 }
 
 TEST_F(CliTest, EmptyListsAreEmptyArrays) {

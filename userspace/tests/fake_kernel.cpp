@@ -135,8 +135,8 @@ ReplayTransport::Responder dump_reply(
 }
 
 Datagram attachment_message(const nlmsghdr& request, const char* table, const char* name,
-                            int32_t priority,
-                            const std::vector<std::pair<uint32_t, const char*>>& devices) {
+                            int32_t priority, const std::vector<FakeAttachedDevice>& devices,
+                            std::optional<uint64_t> scans) {
   MessageBuilder reply(kFakeFamilyId, NLM_F_MULTI, request.nlmsg_seq, request.nlmsg_pid);
   reply.genl(NFB_CMD_GET_ATTACH);
   nlmsghdr* header = reply.header();
@@ -145,12 +145,18 @@ Datagram attachment_message(const nlmsghdr& request, const char* table, const ch
   mnl_attr_put_strz(header, NFB_A_FLOWTABLE, name);
   mnl_attr_put_u32(header, NFB_A_PRIORITY, static_cast<uint32_t>(priority));
   mnl_attr_put_u32(header, NFB_A_HOOK_PRIORITY, static_cast<uint32_t>(priority - 1));
+  if (scans) {
+    mnl_attr_put_u64(header, NFB_A_SCANS, *scans);
+  }
   mnl_attr_put_u32(header, 200, 7);  // from a newer kernel: must be skipped
   nlattr* nest = mnl_attr_nest_start(header, NFB_A_DEVICES);
-  for (const auto& [ifindex, ifname] : devices) {
+  for (const FakeAttachedDevice& attached : devices) {
     nlattr* device = mnl_attr_nest_start(header, NFB_A_DEVICE);
-    mnl_attr_put_u32(header, NFB_DEV_A_IFINDEX, ifindex);
-    mnl_attr_put_strz(header, NFB_DEV_A_IFNAME, ifname);
+    mnl_attr_put_u32(header, NFB_DEV_A_IFINDEX, attached.ifindex);
+    mnl_attr_put_strz(header, NFB_DEV_A_IFNAME, attached.ifname);
+    if (attached.adjacent) {
+      mnl_attr_put_u8(header, NFB_DEV_A_ADJACENT, *attached.adjacent);
+    }
     mnl_attr_nest_end(header, device);
   }
   mnl_attr_nest_end(header, nest);

@@ -10,6 +10,7 @@
 #include <linux/netlink.h>
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -57,10 +58,20 @@ ReplayTransport::Responder dump_reply(
 
 constexpr uint16_t kFakeFamilyId = 0x2a;
 
-// NFB_CMD_GET_ATTACH dump message (family ip).
+// A device of an attachment; `adjacent` as NFB_DEV_A_ADJACENT (none: a
+// module older than the attribute).
+struct FakeAttachedDevice {
+  FakeAttachedDevice(uint32_t index, const char* name, std::optional<uint8_t> flag = std::nullopt)
+      : ifindex(index), ifname(name), adjacent(flag) {}
+  uint32_t ifindex;
+  const char* ifname;
+  std::optional<uint8_t> adjacent;
+};
+
+// NFB_CMD_GET_ATTACH dump message (family ip); `scans` as NFB_A_SCANS.
 Datagram attachment_message(const nlmsghdr& request, const char* table, const char* name,
-                            int32_t priority,
-                            const std::vector<std::pair<uint32_t, const char*>>& devices);
+                            int32_t priority, const std::vector<FakeAttachedDevice>& devices,
+                            std::optional<uint64_t> scans = std::nullopt);
 // NFB_CMD_GET_STATS dump message; fallback {0,1,0,0,0}, drop {...,2},
 // taken_encap {packets/2 none, the rest vlan}, taken_xmit {the rest neigh,
 // packets/4 direct}.

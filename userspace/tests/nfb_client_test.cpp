@@ -141,7 +141,23 @@ TEST_F(NfbClientFixture, ListAttachmentsParsesDump) {
   ASSERT_EQ(attachments[0].devices.size(), 2U);
   EXPECT_EQ(attachments[0].devices[1].ifindex, 3U);
   EXPECT_EQ(attachments[0].devices[1].ifname, "eth1");
+  EXPECT_FALSE(attachments[0].devices[1].adjacent);  // not sent: unknown
+  EXPECT_FALSE(attachments[0].scans);
   EXPECT_TRUE(attachments[1].devices.empty());
+}
+
+TEST_F(NfbClientFixture, ListAttachmentsReadsScansAndAdjacency) {
+  transport->expect(testing::resolve_family(kFakeFamilyId));
+  transport->expect(testing::dump_reply([](const nlmsghdr& request) {
+    return std::vector<Datagram>{attachment_message(
+        request, "fw", "ft", 0, {{2, "eth0", 1}, {3, "eth1", 0}}, uint64_t{1} << 40)};
+  }));
+  const auto attachments = client->list_attachments();
+  ASSERT_EQ(attachments.size(), 1U);
+  EXPECT_EQ(attachments[0].scans, uint64_t{1} << 40);
+  ASSERT_EQ(attachments[0].devices.size(), 2U);
+  EXPECT_EQ(attachments[0].devices[0].adjacent, true);
+  EXPECT_EQ(attachments[0].devices[1].adjacent, false);
 }
 
 TEST_F(NfbClientFixture, StatsParsesEveryCounterAndKeepsUnknownReasons) {
