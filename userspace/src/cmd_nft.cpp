@@ -654,6 +654,9 @@ OffloadSpec parse_offload_spec(Arguments& arguments, bool adding) {
       spec.counter = true;
     }
   }
+  if (!adding && !chain_given) {
+    spec.chain.clear();  // delete: every chain of the table
+  }
   return spec;
 }
 
@@ -952,9 +955,12 @@ void offload_delete(Invocation& invocation, Arguments& arguments) {
     fail_with_context(error, context);
   }
   if (victims.empty()) {
-    throw Error(context + ": chain " + table_text(ref.family, ref.table) + " " + spec.chain +
-                    " has no offload rule for it",
-                ENOENT);
+    throw Error(
+        context + ": " +
+            (spec.chain.empty() ? "table " + table_text(ref.family, ref.table)
+                                : "chain " + table_text(ref.family, ref.table) + " " + spec.chain) +
+            " has no offload rule for it",
+        ENOENT);
   }
   // By handle, in one transaction: exactly the rules listed above.
   Json commands = Json::array();

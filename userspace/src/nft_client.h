@@ -34,7 +34,7 @@ struct OffloadSpec {
   FlowtableRef flowtable;
   OffloadProtocol protocol = OffloadProtocol::kAll;
   bool counter = false;
-  std::string chain = "forward";
+  std::string chain = "forward";  // offload delete: empty for every chain of the table
   RulePosition position = RulePosition::kTop;
   uint64_t handle = 0;  // for kAfter and kBefore
 };

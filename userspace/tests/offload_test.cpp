@@ -258,6 +258,27 @@ TEST_F(NftWrittenOffloadTest, ABareFlowAddOffloadsEveryProtocol) {
   EXPECT_EQ(forward_rules(), before);
 }
 
+// Without `chain`, delete looks in every chain of the table, base or
+// regular, not only in forward.
+TEST_F(NftWrittenOffloadTest, DeleteWithoutAChainSearchesEveryChainOfTheTable) {
+  in_.str(
+      "table inet fw {\n"
+      "  chain offloads { meta l4proto tcp flow add @ft; }\n"
+      "  chain forward { type filter hook forward priority filter; jump offloads; }\n"
+      "  chain early { type filter hook forward priority -10; meta l4proto udp flow add @ft; }\n"
+      "}\n");
+  ASSERT_EQ(run({"-f", "-"}), kExitOk) << err();
+  ASSERT_EQ(nft_kernel().rules(NFPROTO_INET, "fw", "offloads").size(), 1U);
+  ASSERT_EQ(nft_kernel().rules(NFPROTO_INET, "fw", "early").size(), 1U);
+  ASSERT_EQ(run({"-j", "offload", "delete", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_EQ(Json::parse(out())["deleted"].size(), 2U) << out();
+  EXPECT_TRUE(nft_kernel().rules(NFPROTO_INET, "fw", "offloads").empty());
+  EXPECT_TRUE(nft_kernel().rules(NFPROTO_INET, "fw", "early").empty());
+  EXPECT_EQ(forward_rules().size(), 1U);  // the jump stays
+  EXPECT_EQ(run({"offload", "delete", "inet", "fw", "ft"}), kExitFailure);
+  EXPECT_NE(err().find("table inet fw has no offload rule for it"), std::string::npos) << err();
+}
+
 // Rules that match more than a protocol are listed, as "other", and do not
 // stand in for offload add's rules.
 TEST_F(NftWrittenOffloadTest, OtherMatchesAreListedButNotTakenForTheProtocol) {
