@@ -3,9 +3,11 @@
 #include <linux/netlink.h>
 #include <nf_flow_bulk.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <ostream>
 
 #include "commands.h"
@@ -47,13 +49,33 @@ std::string hint_for_detach_error(int sys_errno) {
 
 // ---- stats formatting -----------------------------------------------------
 
-std::string histogram_bucket_label(size_t bucket) {
-  const uint64_t low = uint64_t{1} << bucket;
-  if (bucket + 1 >= NFB_HIST_BUCKETS) {
+// How many histogram buckets to show: every one the module has
+// (NFB_HIST_BUCKETS, or more from a newer module), never more than a bucket
+// index can shift (kMaxHistogramBuckets).
+size_t histogram_buckets(const std::vector<uint64_t>& histogram) {
+  return std::min(std::max<size_t>(histogram.size(), NFB_HIST_BUCKETS), kMaxHistogramBuckets);
+}
+
+// Bucket `bucket` of `count`: 2^bucket to 2^(bucket+1)-1, the last one
+// open-ended. bucket < count <= kMaxHistogramBuckets: no shift by 64 or more.
+uint64_t bucket_min(size_t bucket) {
+  return uint64_t{1} << std::min(bucket, kMaxHistogramBuckets - 1);
+}
+
+std::optional<uint64_t> bucket_max(size_t bucket, size_t count) {
+  if (bucket + 1 >= count || bucket + 1 >= kMaxHistogramBuckets) {
+    return std::nullopt;
+  }
+  return (uint64_t{1} << (bucket + 1)) - 1;
+}
+
+std::string histogram_bucket_label(size_t bucket, size_t count) {
+  const uint64_t low = bucket_min(bucket);
+  const std::optional<uint64_t> high = bucket_max(bucket, count);
+  if (!high) {
     return std::to_string(low) + "+";
   }
-  const uint64_t high = (uint64_t{1} << (bucket + 1)) - 1;
-  return low == high ? std::to_string(low) : std::to_string(low) + "-" + std::to_string(high);
+  return low == *high ? std::to_string(low) : std::to_string(low) + "-" + std::to_string(*high);
 }
 
 uint64_t sum(const std::vector<uint64_t>& counters) {
@@ -94,16 +116,13 @@ Json counters_json(const std::vector<uint64_t>& counters, std::span<const std::s
 
 Json histogram_json(const std::vector<uint64_t>& histogram) {
   Json list = Json::array();
-  const size_t count = std::max<size_t>(histogram.size(), NFB_HIST_BUCKETS);
+  const size_t count = histogram_buckets(histogram);
   for (size_t bucket = 0; bucket < count; ++bucket) {
-    Json entry{{"bucket", histogram_bucket_label(bucket)}, {"min", uint64_t{1} << bucket}};
-    if (bucket + 1 < NFB_HIST_BUCKETS) {
-      entry["max"] = (uint64_t{1} << (bucket + 1)) - 1;
-    } else {
-      entry["max"] = nullptr;
-    }
-    entry["bulks"] = bucket < histogram.size() ? histogram[bucket] : 0;
-    list.push_back(entry);
+    const std::optional<uint64_t> max = bucket_max(bucket, count);
+    list.push_back(Json{{"bucket", histogram_bucket_label(bucket, count)},
+                        {"min", bucket_min(bucket)},
+                        {"max", max ? Json(*max) : Json()},
+                        {"bulks", bucket < histogram.size() ? histogram[bucket] : 0}});
   }
   return list;
 }
@@ -184,12 +203,12 @@ void print_stats_text(std::ostream& out, const std::vector<CpuStats>& per_cpu, i
       columns.push_back({"CPU" + std::to_string(cpu.cpu), TextTable::Align::kRight});
     }
     TextTable histogram(columns);
-    const size_t buckets = std::max<size_t>(total.histogram.size(), NFB_HIST_BUCKETS);
+    const size_t buckets = histogram_buckets(total.histogram);
     for (size_t bucket = 0; bucket < buckets; ++bucket) {
       auto at = [bucket](const CpuStats& stats) {
         return std::to_string(bucket < stats.histogram.size() ? stats.histogram[bucket] : 0);
       };
-      std::vector<std::string> row = {histogram_bucket_label(bucket), at(total)};
+      std::vector<std::string> row = {histogram_bucket_label(bucket, buckets), at(total)};
       for (const CpuStats& cpu : per_cpu) {
         row.push_back(at(cpu));
       }

@@ -162,6 +162,14 @@ std::optional<CpuStats> parse_cpu_stats(const nlmsghdr& message) {
   cpu.packets = get_u64(stats[NFB_STATS_A_PACKETS]).value_or(0);
   cpu.bulks = get_u64(stats[NFB_STATS_A_BULKS]).value_or(0);
   cpu.histogram = parse_counter_nest(stats[NFB_STATS_A_HIST]);
+  if (cpu.histogram.size() > kMaxHistogramBuckets) {
+    // Indexes come from the kernel: beyond 63 a bucket's 2^i does not
+    // exist (and 1 << i would be undefined). Counted in the last bucket.
+    for (size_t bucket = kMaxHistogramBuckets; bucket < cpu.histogram.size(); ++bucket) {
+      cpu.histogram[kMaxHistogramBuckets - 1] += cpu.histogram[bucket];
+    }
+    cpu.histogram.resize(kMaxHistogramBuckets);
+  }
   cpu.decline = parse_counter_nest(stats[NFB_STATS_A_DECLINE]);
   cpu.fallback = parse_counter_nest(stats[NFB_STATS_A_FALLBACK]);
   cpu.drop = parse_counter_nest(stats[NFB_STATS_A_DROP]);

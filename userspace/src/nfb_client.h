@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,6 +39,12 @@ struct Attachment {
   std::optional<uint64_t> scans;
   std::vector<AttachedDevice> devices;
 };
+
+// Bulk-size histogram buckets the tool keeps: bucket i counts bulks of 2^i
+// to 2^(i+1)-1 packets, so 2^63 is the last size a bucket can start at. A
+// kernel that sends more (a bad or future module) has them counted in the
+// last one.
+constexpr size_t kMaxHistogramBuckets = 64;
 
 // One NFB_CMD_GET_STATS dump message (one CPU). The reason vectors are
 // indexed by the uapi enums and sized by what the kernel sent, so reasons

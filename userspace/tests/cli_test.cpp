@@ -271,6 +271,45 @@ TEST_F(CliTest, StatsJsonHasTotalsCpusAndArrays) {
   EXPECT_EQ(document["stats"]["cpus"][1]["packets"], 20);
 }
 
+// Bucket indexes come from the kernel: one past 63 has no 2^i (1 << 64 is
+// undefined); it is counted in the last bucket, 2^63 and up.
+TEST_F(CliTest, StatsHistogramBucketsBeyond63AreCountedInTheLast) {
+  auto script = [this] {
+    genl().expect(resolve_family(kFakeFamilyId));
+    genl().expect(dump_reply([](const nlmsghdr& request) {
+      std::vector<uint64_t> histogram(70, 0);
+      histogram[1] = 2;
+      histogram[7] = 3;
+      histogram[63] = 1;
+      histogram[64] = 4;
+      histogram[69] = 5;
+      return std::vector<Datagram>{stats_message(request, 0, 10, 15, histogram, {})};
+    }));
+  };
+  script();
+  ASSERT_EQ(run({"-j", "stats"}), kExitOk) << err();
+  const Json histogram = Json::parse(out())["stats"]["total"]["histogram"];
+  ASSERT_EQ(histogram.size(), 64U);
+  EXPECT_EQ(histogram[7], Json::parse(R"({"bucket": "128-255", "min": 128, "max": 255,
+                                           "bulks": 3})"));
+  EXPECT_EQ(histogram[62]["max"], (uint64_t{1} << 63) - 1);
+  EXPECT_EQ(histogram[63]["bucket"], "9223372036854775808+");
+  EXPECT_EQ(histogram[63]["min"], uint64_t{1} << 63);
+  EXPECT_TRUE(histogram[63]["max"].is_null());
+  EXPECT_EQ(histogram[63]["bulks"], 10);
+  script();
+  ASSERT_EQ(run({"-s", "-s", "stats"}), kExitOk) << err();
+  std::string text = out();  // columns as single spaces
+  text.erase(
+      std::unique(text.begin(), text.end(), [](char a, char b) { return a == ' ' && b == ' '; }),
+      text.end());
+  EXPECT_NE(text.find("\n128-255 3 3\n"), std::string::npos) << out();
+  EXPECT_NE(text.find("\n4611686018427387904-9223372036854775807 0 0\n"), std::string::npos)
+      << out();
+  EXPECT_NE(text.find("\n9223372036854775808+ 10 10\n"), std::string::npos) << out();
+  EXPECT_EQ(text.find("18446744073709551616"), std::string::npos) << out();
+}
+
 TEST_F(CliTest, StatsReset) {
   genl().expect(resolve_family(kFakeFamilyId));
   genl().expect(ack_all());
