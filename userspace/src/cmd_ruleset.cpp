@@ -228,10 +228,13 @@ void do_load_file(Invocation& invocation, const std::string& path) {
   // libnftables echoes what the kernel added, with handles, for a rollback.
   RulesetEngine::Result loaded = engine->load_text(rewrite.ruleset, name, rewritten);
   if (!loaded.ok) {
-    // nft's own message with line and column; nft applied nothing.
-    throw Error("cannot load " + name + ":\n" +
-                (rewritten ? restore_source_lines(loaded.errors, ruleset, rewrite.ruleset)
-                           : loaded.errors));
+    // nft's own message with line and column; nft applied nothing. nft
+    // names the file in front of each line and column ("FILE:2:3-11:"), so
+    // ours does not name it a second time.
+    const std::string errors =
+        rewritten ? restore_source_lines(loaded.errors, ruleset, rewrite.ruleset) : loaded.errors;
+    const bool named = errors.find(name + ":") != std::string::npos;
+    throw Error("cannot load " + (named ? std::string("the ruleset") : name) + ":\n" + errors);
   }
 
   std::vector<FlowtableRef> attached;

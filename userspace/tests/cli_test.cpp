@@ -684,9 +684,33 @@ TEST_F(CliTest, LoadSyntaxErrorReportsNftMessageAndAttachesNothing) {
   genl().expect(resolve_family(kFakeFamilyId));
   EXPECT_EQ(run({"-f", "-"}), kExitFailure);
   EXPECT_EQ(err(),
-            "Error: cannot load /dev/stdin:\n/dev/stdin:2:3-11: Error: syntax error, "
+            "Error: cannot load the ruleset:\n/dev/stdin:2:3-11: Error: syntax error, "
             "unexpected junk\n");
   EXPECT_EQ(genl().sent().size(), 1U);  // the family lookup only
+}
+
+// nft names the file with the line and column; the file is named once.
+TEST_F(CliTest, LoadErrorNamesTheFileOnce) {
+  const std::string path = ::testing::TempDir() + "/broken.nft";
+  {
+    std::ofstream file(path);
+    file << "table inet fw { junk }\n";
+  }
+  engine_.load_result = {
+      .ok = false, .output = {}, .errors = path + ":1:17-20: Error: syntax error, unexpected junk"};
+  EXPECT_EQ(run({"-f", path}), kExitFailure);
+  EXPECT_EQ(err(), "Error: cannot load the ruleset:\n" + path +
+                       ":1:17-20: Error: syntax error, unexpected junk\n");
+  // A message without a location still says which file.
+  engine_.load_result = {.ok = false, .output = {}, .errors = "Error: out of memory"};
+  EXPECT_EQ(run({"-f", path}), kExitFailure);
+  EXPECT_EQ(err(), "Error: cannot load " + path + ":\nError: out of memory\n");
+  // nft's own message, from the real libnftables.
+  nft_kernel();
+  EXPECT_EQ(run({"-f", path}), kExitFailure);
+  EXPECT_EQ(err().rfind("Error: cannot load the ruleset:\n" + path + ":1:17-20: Error: ", 0), 0U)
+      << err();
+  unlink(path.c_str());
 }
 
 TEST_F(CliTest, LoadErrorQuotesTheUsersLineNotTheRewrittenOne) {
@@ -701,7 +725,7 @@ TEST_F(CliTest, LoadErrorQuotesTheUsersLineNotTheRewrittenOne) {
   genl().expect(resolve_family(kFakeFamilyId));
   EXPECT_EQ(run({"-f", "-"}), kExitFailure);
   EXPECT_EQ(err(),
-            "Error: cannot load /dev/stdin:\n/dev/stdin:2:3-11: Error: oops\n"
+            "Error: cannot load the ruleset:\n/dev/stdin:2:3-11: Error: oops\n"
             "  flowtable ft { hook early_ingress priority 0; devices = { eth0 } }\n"
             "  ^^^^^^^^^\n");
 }
