@@ -163,6 +163,7 @@ std::string roll_back(RulesetEngine& engine, NfbClient& module,
            "loaded";
   }
   std::vector<NamedFlowtable> named;
+  named.reserve(flowtables.size());
   for (const FlowtableRef& ref : flowtables) {
     named.push_back({.family = family_name(ref.family), .table = ref.table, .name = ref.flowtable});
   }
