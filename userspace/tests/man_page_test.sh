@@ -18,10 +18,16 @@ expect() {
 expect "section 8 header" grep -q '^\.TH "FLOWBULK" 8' "$page"
 expect "NAME line" grep -qF 'flowbulk \- program nftables flowtables' "$page"
 text=$(MANWIDTH=80 man -l "$page" 2>/dev/null)
-for heading in NAME OVERVIEW OPTIONS COMMANDS; do
+for heading in NAME OVERVIEW OPTIONS COMMANDS "EXIT STATUS" FILES "SEE ALSO"; do
 	expect "man renders $heading" grep -q "^$heading" <<<"$text"
 done
 for command in "offload delete" "offload list" "position" "Rollback"; do
 	expect "documents $command" grep -qi "$command" <<<"$text"
 done
+# EXIT STATUS names every code main() returns (error.h: 0, 1, 2).
+status_section=$(sed -n '/^EXIT STATUS/,/^[A-Z]/p' <<<"$text")
+for code in 0 1 2; do
+	expect "EXIT STATUS documents $code" grep -qE "^ +$code +[A-Z]" <<<"$status_section"
+done
+expect "SEE ALSO names nft(8)" grep -qE 'nft\(8\)' <<<"$(sed -n '/^SEE ALSO/,$p' <<<"$text")"
 exit "$status"
