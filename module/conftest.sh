@@ -53,6 +53,16 @@ probe ALLOC_NETDEV_DUMMY "$@" <<'EOF' &
 void *nfb_probe = alloc_netdev_dummy;
 EOF
 
+# Not a feature: the kernels the module is proven on (compat.h,
+# NFB_KERNEL_PROVEN). The kernel's own nft_flowtable.sh passes alike with
+# and without the module on 6.1 and 6.12; on 7.3 it does not.
+probe KERNEL_PROVEN "$@" <<'EOF' &
+#include <linux/version.h>
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+#error "not proven on this kernel"
+#endif
+EOF
+
 # e420bed02507 ("bpf: Add fd-based tcx multi-prog infra with link support",
 # 6.6): dev->tcx_egress replaces dev->miniq_egress.
 probe TCX_EGRESS "$@" <<'EOF' &

@@ -9,6 +9,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/seq_file.h>
 #include <linux/sysctl.h>
+#include <linux/utsname.h>
 #include <net/genetlink.h>
 #include <net/netns/generic.h>
 
@@ -234,9 +235,24 @@ static struct pernet_operations nfb_net_ops = {
 	.size	= sizeof(struct nfb_net),
 };
 
+static bool nfb_unproven_kernel;
+module_param_named(unproven_kernel, nfb_unproven_kernel, bool, 0444);
+MODULE_PARM_DESC(unproven_kernel,
+		 "load on a kernel the module is not proven on (testing only)");
+
 static int __init nf_flow_bulk_init(void)
 {
 	int err;
+
+	if (!NFB_KERNEL_PROVEN) {
+		if (!nfb_unproven_kernel) {
+			pr_err("not proven on Linux %s: the kernel's nft_flowtable.sh fails with the module attached; not loading (unproven_kernel=1 loads it for testing)\n",
+			       init_utsname()->release);
+			return -EOPNOTSUPP;
+		}
+		pr_warn("loaded on Linux %s, on which it is not proven (unproven_kernel=1): for testing only\n",
+			init_utsname()->release);
+	}
 
 	BUILD_BUG_ON(NFB_CB_OFFSET + sizeof(struct nfb_cb) >
 		     sizeof_field(struct sk_buff, cb));
