@@ -318,6 +318,7 @@ int nfb_attach(struct net *net, u32 family, const char *table,
 	strscpy(a->name, name, sizeof(a->name));
 	INIT_LIST_HEAD(&a->hooks);
 	list_add_tail(&a->list, &nn->attachments);
+	WRITE_ONCE(nn->attached_once, true);
 
 	err = nfb_sync(a, extack);
 	if (err) {
@@ -425,7 +426,7 @@ void nfb_rescan_work(struct work_struct *work)
 
 /*
  * From the datapath (softirq), when a device's hook list changed since the
- * last scan: at most ten rescans a second. nfb_net_exit() waits for every
+ * last scan: at most ten rescans a second. nfb_net_exit_batch() waits for every
  * hook to finish (synchronize_net()) after setting exiting and before it
  * cancels the work, so no work is queued on a namespace that is gone.
  */

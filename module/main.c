@@ -203,36 +203,61 @@ err_stats:
 }
 
 /*
- * Runs after the namespace's devices are gone (device pernet ops exit
+ * Runs after the namespaces' devices are gone (device pernet ops exit
  * first), so normally nothing is attached any more; at module exit,
  * nfb_attach_fini() has detached everything already. Order: stop every
  * producer (exiting: no attach, no rescan, no work queued by the notifier;
  * hooks removed), wait for hooks still running (synchronize_net(): one may
  * still queue the rescan work), then cancel the work (it re-arms nothing
  * once exiting is set), wait for queued packets, then free.
+ *
+ * One RTNL section and one grace period for the whole batch, and neither
+ * when no namespace of it ever attached: a host whose containers come and
+ * go without the module pays nothing per namespace exit. A dying namespace
+ * has no socket left to attach through, so attached_once is final here.
  */
-static void __net_exit nfb_net_exit(struct net *net)
+static void __net_exit nfb_net_exit_batch(struct list_head *net_exit_list)
 {
-	struct nfb_net *nn = nfb_pernet(net);
+	bool attached = false;
+	struct nfb_net *nn;
+	struct net *net;
 
-	rtnl_lock();
-	WRITE_ONCE(nn->exiting, true);
-	nfb_detach_all(nn);
-	rtnl_unlock();
-	synchronize_net();
-	cancel_delayed_work_sync(&nn->rescan_work);
-	nfb_wait_inflight(nn);
+	list_for_each_entry(net, net_exit_list, exit_list)
+		attached |= READ_ONCE(nfb_pernet(net)->attached_once);
 
-	remove_proc_entry("nf_flow_bulk", net->proc_net_stat);
-	nfb_sysctl_fini(nn);
-	free_percpu(nn->stats);
+	if (attached) {
+		rtnl_lock();
+		list_for_each_entry(net, net_exit_list, exit_list) {
+			nn = nfb_pernet(net);
+			if (!nn->attached_once)
+				continue;
+			WRITE_ONCE(nn->exiting, true);
+			nfb_detach_all(nn);
+		}
+		rtnl_unlock();
+		synchronize_net();
+		list_for_each_entry(net, net_exit_list, exit_list) {
+			nn = nfb_pernet(net);
+			if (!nn->attached_once)
+				continue;
+			cancel_delayed_work_sync(&nn->rescan_work);
+			nfb_wait_inflight(nn);
+		}
+	}
+
+	list_for_each_entry(net, net_exit_list, exit_list) {
+		nn = nfb_pernet(net);
+		remove_proc_entry("nf_flow_bulk", net->proc_net_stat);
+		nfb_sysctl_fini(nn);
+		free_percpu(nn->stats);
+	}
 }
 
 static struct pernet_operations nfb_net_ops = {
-	.init	= nfb_net_init,
-	.exit	= nfb_net_exit,
-	.id	= &nfb_net_id,
-	.size	= sizeof(struct nfb_net),
+	.init		= nfb_net_init,
+	.exit_batch	= nfb_net_exit_batch,
+	.id		= &nfb_net_id,
+	.size		= sizeof(struct nfb_net),
 };
 
 static bool nfb_unproven_kernel;

@@ -99,6 +99,12 @@ struct nfb_net {
 	 * no attach, no rescan, no new work after that.
 	 */
 	bool				exiting;
+	/*
+	 * Set under RTNL by the first attach, never cleared: a namespace
+	 * without it has had no hook, no rescan work and no packet in
+	 * flight, and its exit has nothing to stop or wait for.
+	 */
+	bool				attached_once;
 	/* Set last by nfb_net_init(): the notifier ignores a half-made nn. */
 	bool				ready;
 };
