@@ -546,6 +546,13 @@ header:
 		dev_xmit_recursion_inc();
 		stop = nfb_start_xmit_list(skb, dev, txq, bypass, &rest);
 		dev_xmit_recursion_dec();
+	} else if (bypass) {
+		/*
+		 * __dev_xmit_skb() counts a packet before sch_direct_xmit()
+		 * finds the queue stopped; nfb_start_xmit_list() counts the
+		 * first one of @rest, which the requeue below then leaves out.
+		 */
+		qdisc_bstats_cpu_update(bypass, skb);
 	}
 	HARD_TX_UNLOCK(dev, txq);
 
