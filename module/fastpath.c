@@ -856,6 +856,6 @@ decline:
 	 */
 	if (ret != NFB_DECLINE_NOT_IP && ret != NFB_DECLINE_ENCAP &&
 	    ret != NFB_DECLINE_L4PROTO && ret != NFB_DECLINE_PPP_PROTO)
-		nfb_flush_local();
+		nfb_flush_local(nn);
 	return NF_ACCEPT;
 }

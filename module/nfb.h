@@ -299,7 +299,7 @@ struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
 
 /* xmit.c */
 void nfb_enqueue(struct sk_buff *skb);
-void nfb_flush_local(void);
+void nfb_flush_local(const struct nfb_net *nn);
 int nfb_xmit_init(void);
 void nfb_xmit_fini(void);
 void nfb_wait_inflight(struct nfb_net *nn);

@@ -65,6 +65,13 @@ static struct net_device *nfb_napi_dev;
  * poll. Never set it on a router.
  */
 static bool nfb_test_hold;
+/*
+ * Set once module exit has released the held packets, under the module's
+ * parameter lock, which every write to test_hold holds too: a write after
+ * that fails (EBUSY) instead of holding packets the namespaces' exits then
+ * wait for forever, or kicking CPUs whose queues nfb_xmit_fini() freed.
+ */
+static bool nfb_test_hold_closed;
 
 static void nfb_kick_cpu(void *unused)
 {
@@ -94,6 +101,8 @@ static int nfb_test_hold_set(const char *val, const struct kernel_param *kp)
 {
 	int err;
 
+	if (nfb_test_hold_closed)
+		return -EBUSY;
 	err = param_set_bool(val, kp);
 	if (err || READ_ONCE(nfb_test_hold) || !nfb_cpus)
 		return err;
@@ -108,10 +117,16 @@ static int nfb_test_hold_set(const char *val, const struct kernel_param *kp)
  */
 void nfb_test_hold_release(void)
 {
-	if (!READ_ONCE(nfb_test_hold))
+	bool held;
+
+	kernel_param_lock(THIS_MODULE);
+	nfb_test_hold_closed = true;
+	held = READ_ONCE(nfb_test_hold);
+	WRITE_ONCE(nfb_test_hold, false);
+	kernel_param_unlock(THIS_MODULE);
+	if (!held)
 		return;
 	pr_warn("test_hold still set at unload: releasing the held packets\n");
-	WRITE_ONCE(nfb_test_hold, false);
 	nfb_kick_all();
 }
 
@@ -624,7 +639,10 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
  * type, transmit encapsulation, and the next hop (NEIGH) or the MAC
  * addresses (DIRECT). Everything a packet's transmit depends on besides
  * its own bytes: __nfb_xmit_bulk() takes all of it from the bulk's first
- * packet.
+ * packet. And the namespace the packet was taken in, whose in-flight
+ * count the bulk gives back: an output device moved to another namespace
+ * while packets wait can carry packets of both, and a bulk of both
+ * accounted to one left the other's exit waiting forever.
  */
 static bool nfb_key_match(const struct nfb_bulk *b, const struct sk_buff *skb,
 			  u16 txq)
@@ -632,7 +650,8 @@ static bool nfb_key_match(const struct nfb_bulk *b, const struct sk_buff *skb,
 	const struct nfb_cb *head = NFB_CB(b->head);
 	const struct nfb_cb *cb = NFB_CB(skb);
 
-	if (b->dev != skb->dev || b->proto != skb->protocol ||
+	if (b->dev != skb->dev || b->nn != cb->nn ||
+	    b->proto != skb->protocol ||
 	    b->txq != txq || b->dsfield != cb->dsfield ||
 	    b->xmit != cb->xmit ||
 	    memcmp(head->encap, cb->encap, sizeof(cb->encap)))
@@ -670,7 +689,7 @@ static bool nfb_bulk_has_flow(const struct nfb_bulk *b, u32 flow_hash)
  * of each bulk, confirmed on the bulk's packets; on a hit in another bulk
  * every open bulk is sent first).
  */
-static int nfb_drain(struct nfb_cpu *c, int budget)
+static int nfb_drain(struct nfb_cpu *c, int budget, const struct nfb_net *only)
 {
 	struct nfb_bulk open[NFB_OPEN_BULKS] __uninitialized;
 	struct sk_buff_head todo;
@@ -692,7 +711,18 @@ static int nfb_drain(struct nfb_cpu *c, int budget)
 	rcu_read_lock();
 	c->draining = true;
 	__skb_queue_head_init(&todo);
-	if (skb_queue_len(&c->queue) <= budget) {
+	if (only) {
+		struct sk_buff *next;
+
+		/* One namespace's packets; the others keep their place. */
+		skb_queue_walk_safe(&c->queue, skb, next) {
+			if (NFB_CB(skb)->nn != only)
+				continue;
+			__skb_unlink(skb, &c->queue);
+			__skb_queue_tail(&todo, skb);
+			work++;
+		}
+	} else if (skb_queue_len(&c->queue) <= budget) {
 		work = skb_queue_len(&c->queue);
 		skb_queue_splice_init(&c->queue, &todo);
 	} else {
@@ -768,7 +798,7 @@ static int nfb_poll(struct napi_struct *napi, int budget)
 	int work = 0;
 
 	if (likely(!READ_ONCE(nfb_test_hold)))
-		work = nfb_drain(c, budget);
+		work = nfb_drain(c, budget, NULL);
 	if (work < budget)
 		napi_complete_done(napi, work);
 	return work;
@@ -799,7 +829,7 @@ void nfb_enqueue(struct sk_buff *skb)
 			this_cpu_dec(nn->stats->inflight);
 			goto out;
 		}
-		nfb_drain(c, NFB_QUEUE_FLUSH);
+		nfb_drain(c, NFB_QUEUE_FLUSH, NULL);
 	}
 	__skb_queue_tail(&c->queue, skb);
 	if (skb_queue_len(&c->queue) == 1)
@@ -814,9 +844,12 @@ out:
  * the stock flowtable or the stack. That packet may belong to a flow whose
  * earlier packets wait in this CPU's queue (a FIN or an over-MTU packet
  * after data, a packet of a flow torn down meanwhile): they leave first,
- * as the stock path, which transmits inline, would have sent them.
+ * as the stock path, which transmits inline, would have sent them. A
+ * flow's packets are all taken in one namespace, @nn: only its packets
+ * are drained. The queue holds every namespace's packets, and a container
+ * whose new connections are declined no longer cuts the host's bulks short.
  */
-void nfb_flush_local(void)
+void nfb_flush_local(const struct nfb_net *nn)
 {
 	bool bh;
 	struct nfb_cpu *c;
@@ -830,7 +863,7 @@ void nfb_flush_local(void)
 		local_bh_disable();
 	c = this_cpu_ptr(nfb_cpus);
 	if (!c->draining)
-		nfb_drain(c, INT_MAX);
+		nfb_drain(c, INT_MAX, nn);
 	if (bh)
 		local_bh_enable();
 }

@@ -13,9 +13,29 @@
 #   3. the CPU that queued them goes offline: releasing drains its queue
 #      elsewhere, and they are delivered;
 #   4. the router's namespace is deleted: its exit waits for them;
+#   4b. the OUTPUT device moves to another namespace that forwards through
+#      it too, under packets of both (second review, finding 5): released
+#      in one drain, the packets share every part of the bulk key but the
+#      namespace; a bulk of both gave its in-flight count back to one, and
+#      the other's exit then waited forever. Both namespaces' packets are
+#      delivered, and deleting the second namespace completes (a namespace
+#      deleted after it is freed: netns exits run one after the other);
+#   4c. another namespace declines a packet on the CPU where R's packets
+#      are held (second review, finding 4): the hook drains only its own
+#      namespace's packets before a decline, so R's stay held; before,
+#      every decline drained the whole queue, and a container's new
+#      connections cut the host's bulks to one packet;
 #   5. the module is unloaded with test_hold still set (a test killed while
 #      holding): the unload releases them instead of waiting forever, and
-#      they are delivered.
+#      they are delivered;
+#   6. the module is unloaded with packets held while test_hold is written
+#      again and again (second review, finding 7): a write that set it
+#      after the unload had released them held them again, and the unload
+#      waited forever; a write that cleared it after the unload had freed
+#      the per-CPU queues scheduled a NAPI instance in freed memory, whose
+#      poll function went with the module. Writes during the unload now
+#      fail with EBUSY: it completes, the packets are delivered, and the
+#      runner sees no oops.
 # The runner fails the test on any kernel trouble (BUG, WARNING, refcount,
 # "waiting for ... to become free"). Unload and reload: nfb_reload.sh.
 # Long under TCG on a busy host (up to ~280 s seen):
@@ -26,7 +46,7 @@ source "$(dirname "$0")/lib.sh"
 # shellcheck source=selftests/lib_fastpath.sh
 source "$(dirname "$0")/lib_fastpath.sh"
 
-nfb_require_tool ip nft python3 nstat taskset
+nfb_require_tool ip nft python3 nstat taskset ethtool
 
 hold=/sys/module/nf_flow_bulk/parameters/test_hold
 cpu1=/sys/devices/system/cpu/cpu1/online
@@ -36,6 +56,7 @@ cleanup() {
 	[ -w "$hold" ] && echo 0 >"$hold"
 	[ -w "$cpu1" ] && echo 1 >"$cpu1"
 	cleanup_all_ns
+	fp_cleanup_tmp
 	if nfb_module_loaded; then nfb_unload_module; fi
 }
 trap cleanup EXIT
@@ -140,6 +161,121 @@ echo 0 >"$hold"
 check "netns: deleted, its devices freed" busywait 10000 gone "$S" s0
 cleanup_all_ns
 
+# 4b. The output device moved to a second router namespace, RB, that sends
+# through it too. R's packets are held on CPU 0; RB's flow is offloaded
+# from CPU 1 (its slow-path packets drain CPU 1's queue, not CPU 0's), then
+# its packets are held on CPU 0 behind R's.
+topology
+setup_ns C2 RB
+ip link add c0 netns "$C2" type veth peer name b0 netns "$RB"
+ip -n "$C2" addr add 10.0.4.1/24 dev c0
+ip -n "$C2" link set c0 up
+ip -n "$C2" route add default via 10.0.4.254
+ip -n "$RB" addr add 10.0.4.254/24 dev b0
+ip -n "$RB" link set b0 up
+ip netns exec "$RB" sysctl -qw net.ipv4.ip_forward=1
+rx0=$(server_rx)
+t0=$(taken)
+echo 1 >"$hold"
+send_on 0 20
+check "moved device: R's 20 packets taken and held" \
+	busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 20)) ]"
+ip -n "$R" link set r1 netns "$RB"
+# One transmit queue: both namespaces' packets then share every part of
+# the bulk key but the namespace (with two, the flow hash may part them).
+ip netns exec "$RB" ethtool -L r1 tx 1
+ip -n "$RB" addr add 10.0.2.254/24 dev r1
+ip -n "$RB" link set r1 up
+ip netns exec "$RB" nft -f - <<-EOF
+table inet fp {
+	flowtable ft { hook ingress priority 0; devices = { b0, r1 }; }
+	chain fwdchain {
+		type filter hook forward priority filter; policy accept;
+		meta l4proto udp flow add @ft
+	}
+}
+EOF
+fp_genl "$RB" attach inet fp ft
+# rb_send CPU COUNT [echoes]: the C2 flow (10.0.4.1:40000 -> S:7000),
+# waiting for each echo when asked.
+rb_send() {
+	ip netns exec "$C2" taskset -c "$1" python3 - "$2" "${3:-}" <<-'EOF'
+	import socket, sys
+	s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+	s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+	s.bind(("0.0.0.0", 40000))
+	s.settimeout(1)
+	for i in range(int(sys.argv[1])):
+	    s.sendto(b"m" * 100, ("10.0.2.1", 7000))
+	    if sys.argv[2]:
+	        try:
+	            s.recv(2048)
+	        except socket.timeout:
+	            pass
+	EOF
+}
+rb_taken() { fp_stat "$RB" 't["packets"]'; }
+busywait 30000 ip netns exec "$C2" taskset -c 1 ping -c1 -W1 -q 10.0.2.1 >/dev/null ||
+	echo "INFO: moved device: no connectivity from C2 through RB"
+rb_send 1 5 echoes
+rbt0=$(rb_taken)
+rb_send 0 20
+check "moved device: RB's 20 packets taken and held behind R's" \
+	busywait 10000 eval "[ \"\$(rb_taken)\" -ge $((rbt0 + 20)) ]"
+echo 0 >"$hold"
+check "moved device: both namespaces' held packets are delivered" \
+	busywait 10000 eval "[ \"\$(server_rx)\" -ge $((rx0 + 40)) ]"
+ip netns del "$RB"
+# A namespace deleted after RB is freed only once RB's exit is over.
+setup_ns X
+ip link add x0 netns "$X" type veth peer name x1 netns "$C2"
+ip netns del "$X"
+NS_LIST=("$C" "$R" "$S" "$C2")
+check "moved device: RB's exit completes (a later namespace is freed)" \
+	busywait 20000 gone "$C2" x1
+cleanup_all_ns
+
+# 4c. A decline in another namespace leaves R's queued packets alone. R's
+# packets are held on CPU 0; a second router namespace, RB (a container,
+# say), then declines a packet on CPU 0 (a flow it has not offloaded: a
+# miss). The hook drains only its own namespace's packets before a
+# decline: R's stay held until released.
+topology
+setup_ns C2 RB
+ip link add c0 netns "$C2" type veth peer name b0 netns "$RB"
+ip -n "$C2" addr add 10.0.4.1/24 dev c0
+ip -n "$C2" link set c0 up
+ip -n "$C2" route add default via 10.0.4.254
+ip -n "$RB" addr add 10.0.4.254/24 dev b0
+ip -n "$RB" link set b0 up
+ip netns exec "$RB" nft -f - <<-EOF
+table inet fp {
+	flowtable ft { hook ingress priority 0; devices = { b0 }; }
+}
+EOF
+fp_genl "$RB" attach inet fp ft
+rb_misses() { fp_stat "$RB" 't["decline"]["miss"]'; }
+rx0=$(server_rx)
+t0=$(taken)
+m0=$(rb_misses)
+echo 1 >"$hold"
+send_on 0 20
+check "other namespace's decline: R's 20 packets taken and held" \
+	busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 20)) ]"
+ip netns exec "$C2" taskset -c 0 python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.sendto(b"n" * 100, ("10.0.9.9", 9))'
+check "other namespace's decline: RB declined a packet (miss)" \
+	busywait 10000 eval "[ \"\$(rb_misses)\" -gt $m0 ]"
+rx1=$(server_rx)
+check "other namespace's decline: R's packets are still held ($((rx1 - rx0)) delivered)" \
+	test "$rx1" -eq "$rx0"
+echo 0 >"$hold"
+check "other namespace's decline: R's held packets are delivered once released" \
+	busywait 10000 eval "[ \"\$(server_rx)\" -ge $((rx0 + 20)) ]"
+cleanup_all_ns
+
 # 5. Unloaded while holding (last: the module is gone afterwards). Should
 # the unload hang, clearing test_hold by hand lets it finish.
 topology
@@ -161,5 +297,51 @@ check "unload: the held packets are delivered" \
 	busywait 10000 eval "[ \"\$(server_rx)\" -ge $((rx0 + 20)) ]"
 if ! kill -0 "$unload_pid" 2>/dev/null; then wait "$unload_pid" || true; fi
 cleanup_all_ns
+
+# 6. Unloaded while test_hold is written, set then cleared: each write in a
+# tight loop (a shell builtin, no process start) for as long as the file
+# exists, the writes the module refused (EBUSY) counted. The harm of a
+# write that goes through is not always visible (the poll may run before
+# a set; a clear after the free reads freed memory, which only KASAN
+# sees): the refusals are what the fix does, and before it there were none.
+hammer() {
+	local v=$1
+	: >"$FP_TMP/err.$v"
+	while [ -e "$hold" ]; do
+		echo "$v" 2>>"$FP_TMP/err.$v" >"$hold" || true
+	done
+	grep -c 'busy' "$FP_TMP/err.$v" >"$FP_TMP/busy.$v" || true
+}
+fp_tmpdir
+for v in 1 0; do
+	nfb_load_module
+	topology
+	rx0=$(server_rx)
+	t0=$(taken)
+	echo 1 >"$hold"
+	send_on 0 20
+	check "unload, test_hold written $v meanwhile: 20 packets taken and held" \
+		busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 20)) ]"
+	hammer "$v" &
+	hammer_pid=$!
+	nfb_unload_module &
+	unload_pid=$!
+	check "unload, test_hold written $v meanwhile: completes" \
+		busywait 30000 eval "! kill -0 $unload_pid 2>/dev/null"
+	if kill -0 "$unload_pid" 2>/dev/null; then
+		kill "$hammer_pid" 2>/dev/null || true
+		echo 0 >"$hold" || true
+		busywait 30000 eval "! kill -0 $unload_pid 2>/dev/null" ||
+			echo "INFO: unload still hangs after test_hold was cleared by hand"
+	fi
+	check "unload, test_hold written $v meanwhile: the held packets are delivered" \
+		busywait 10000 eval "[ \"\$(server_rx)\" -ge $((rx0 + 20)) ]"
+	wait "$hammer_pid" 2>/dev/null || true
+	busy=$(cat "$FP_TMP/busy.$v" 2>/dev/null || echo 0)
+	check "unload, test_hold written $v meanwhile: writes during the unload refused with EBUSY ($busy)" \
+		test "$busy" -gt 0
+	if ! kill -0 "$unload_pid" 2>/dev/null; then wait "$unload_pid" || true; fi
+	cleanup_all_ns
+done
 
 exit "$ret"
