@@ -80,6 +80,18 @@ topology() {
 	fp_udpc 10.0.2.1 7000 "send 5" >/dev/null
 }
 
+# second_router: a second router namespace RB beside R, its client C2
+# on b0 (10.0.4.0/24); cases 4b and 4c give it a flowtable.
+second_router() {
+	setup_ns C2 RB
+	ip link add c0 netns "$C2" type veth peer name b0 netns "$RB"
+	ip -n "$C2" addr add 10.0.4.1/24 dev c0
+	ip -n "$C2" link set c0 up
+	ip -n "$C2" route add default via 10.0.4.254
+	ip -n "$RB" addr add 10.0.4.254/24 dev b0
+	ip -n "$RB" link set b0 up
+}
+
 # send_on CPU COUNT: COUNT datagrams of the offloaded flow, from CPU.
 send_on() {
 	ip netns exec "$C" taskset -c "$1" python3 - "$2" <<-'EOF'
@@ -166,13 +178,7 @@ cleanup_all_ns
 # from CPU 1 (its slow-path packets drain CPU 1's queue, not CPU 0's), then
 # its packets are held on CPU 0 behind R's.
 topology
-setup_ns C2 RB
-ip link add c0 netns "$C2" type veth peer name b0 netns "$RB"
-ip -n "$C2" addr add 10.0.4.1/24 dev c0
-ip -n "$C2" link set c0 up
-ip -n "$C2" route add default via 10.0.4.254
-ip -n "$RB" addr add 10.0.4.254/24 dev b0
-ip -n "$RB" link set b0 up
+second_router
 ip netns exec "$RB" sysctl -qw net.ipv4.ip_forward=1
 rx0=$(server_rx)
 t0=$(taken)
@@ -241,13 +247,7 @@ cleanup_all_ns
 # miss). The hook drains only its own namespace's packets before a
 # decline: R's stay held until released.
 topology
-setup_ns C2 RB
-ip link add c0 netns "$C2" type veth peer name b0 netns "$RB"
-ip -n "$C2" addr add 10.0.4.1/24 dev c0
-ip -n "$C2" link set c0 up
-ip -n "$C2" route add default via 10.0.4.254
-ip -n "$RB" addr add 10.0.4.254/24 dev b0
-ip -n "$RB" link set b0 up
+second_router
 ip netns exec "$RB" nft -f - <<-EOF
 table inet fp {
 	flowtable ft { hook ingress priority 0; devices = { b0 }; }
