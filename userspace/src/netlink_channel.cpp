@@ -7,6 +7,8 @@
 #include <ctime>
 #include <optional>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "error.h"
 
@@ -63,7 +65,65 @@ NetlinkChannel::NetlinkChannel(std::unique_ptr<Transport> transport)
     // that used the same port id cannot be mistaken for ours.
     : transport_(std::move(transport)), sequence_(static_cast<uint32_t>(time(nullptr))) {}
 
+namespace {
+
+// Whether every message of the request is a dump (a read that can be sent
+// again as it is).
+bool only_dumps(std::span<const uint8_t> request) {
+  int remaining = static_cast<int>(request.size());
+  bool any = false;
+  for (const auto* message = reinterpret_cast<const nlmsghdr*>(request.data());
+       mnl_nlmsg_ok(message, remaining); message = mnl_nlmsg_next(message, &remaining)) {
+    if ((message->nlmsg_flags & NLM_F_DUMP) != NLM_F_DUMP) {
+      return false;
+    }
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace
+
 void NetlinkChannel::transact(std::span<const uint8_t> request, const MessageHandler& on_data) {
+  if (!only_dumps(request)) {
+    if (exchange(request, on_data)) {
+      throw Error("the kernel's reply was interrupted by a concurrent change; try again", EINTR);
+    }
+    return;
+  }
+  std::vector<uint8_t> attempt(request.begin(), request.end());
+  for (int tries = 1;; ++tries) {
+    // Held back until the dump turns out complete: an interrupted one may
+    // have missed or repeated objects.
+    std::vector<std::vector<uint8_t>> messages;
+    const bool interrupted = exchange(attempt, [&messages](const nlmsghdr& message) {
+      const auto* bytes = reinterpret_cast<const uint8_t*>(&message);
+      messages.emplace_back(bytes, bytes + message.nlmsg_len);
+    });
+    if (!interrupted) {
+      if (on_data) {
+        for (const std::vector<uint8_t>& message : messages) {
+          on_data(*reinterpret_cast<const nlmsghdr*>(message.data()));
+        }
+      }
+      return;
+    }
+    if (tries == kDumpAttempts) {
+      throw Error("the kernel's dump was interrupted by concurrent changes " +
+                      std::to_string(kDumpAttempts) + " times in a row; try again",
+                  EINTR);
+    }
+    // Again, with new sequence numbers: late replies to this attempt are
+    // then told apart and dropped.
+    int remaining = static_cast<int>(attempt.size());
+    for (auto* message = reinterpret_cast<nlmsghdr*>(attempt.data());
+         mnl_nlmsg_ok(message, remaining); message = mnl_nlmsg_next(message, &remaining)) {
+      message->nlmsg_seq = next_sequence();
+    }
+  }
+}
+
+bool NetlinkChannel::exchange(std::span<const uint8_t> request, const MessageHandler& on_data) {
   std::set<uint32_t> sent_sequences;
   std::set<uint32_t> awaited;
   const auto* buffer = request.data();
@@ -125,9 +185,7 @@ void NetlinkChannel::transact(std::span<const uint8_t> request, const MessageHan
   if (first_error) {
     throw KernelError(-first_error->error, first_error->extack);
   }
-  if (interrupted) {
-    throw Error("the kernel's dump was interrupted by a concurrent change; try again", EINTR);
-  }
+  return interrupted;
 }
 
 }  // namespace flowbulk

@@ -18,9 +18,15 @@ namespace flowbulk {
 // Data messages go to the handler; the first error (with the kernel's extack
 // message) is thrown as KernelError once the exchange is complete, so the
 // socket is never left with unread replies.
+//
+// A dump the kernel marks interrupted (NLM_F_DUMP_INTR: what it lists
+// changed while it was being dumped) is sent again with new sequence
+// numbers, as nft does, up to kDumpAttempts times; the handler sees only the
+// messages of the attempt that was not interrupted.
 class NetlinkChannel {
  public:
   using MessageHandler = std::function<void(const nlmsghdr&)>;
+  static constexpr int kDumpAttempts = 10;
 
   explicit NetlinkChannel(std::unique_ptr<Transport> transport);
 
@@ -30,6 +36,10 @@ class NetlinkChannel {
   void transact(std::span<const uint8_t> request, const MessageHandler& on_data = {});
 
  private:
+  // One request and its replies; returns whether a reply carried
+  // NLM_F_DUMP_INTR.
+  bool exchange(std::span<const uint8_t> request, const MessageHandler& on_data);
+
   std::unique_ptr<Transport> transport_;
   uint32_t sequence_;
 };

@@ -155,6 +155,24 @@ TEST_F(CliTest, AttachListTextAndJson) {
        "devices": [{"ifindex": 4, "ifname": "eth2", "adjacent": true}]}]})"));
 }
 
+// An attachment changed during the dump: listed from the dump asked again.
+TEST_F(CliTest, AttachListDumpsAgainWhenTheDumpWasInterrupted) {
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(dump_reply([](const nlmsghdr& request) {
+    Datagram stale = attachment_message(request, "old", "ft", 0, {{2, "eth0", 1}}, 1);
+    reinterpret_cast<nlmsghdr*>(stale.data())->nlmsg_flags |= NLM_F_DUMP_INTR;
+    return std::vector<Datagram>{stale};
+  }));
+  genl().expect(dump_reply([](const nlmsghdr& request) {
+    return std::vector<Datagram>{attachment_message(request, "new", "ft", 0, {{2, "eth0", 1}}, 1)};
+  }));
+  ASSERT_EQ(run({"-j", "attach", "list"}), kExitOk) << err();
+  const Json json = Json::parse(out());
+  ASSERT_EQ(json["attachments"].size(), 1U) << out();
+  EXPECT_EQ(json["attachments"][0]["table"], "new");
+  EXPECT_TRUE(genl().exhausted());
+}
+
 // A module that reports neither: unknown, not "adjacent" or "no scans".
 TEST_F(CliTest, AttachListFromAModuleWithoutScansOrAdjacency) {
   auto script = [this] {

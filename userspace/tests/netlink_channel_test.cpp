@@ -127,18 +127,56 @@ TEST_F(ChannelFixture, RepliesForOtherSequencesOrPortsAreIgnored) {
   EXPECT_EQ(seen, 0);
 }
 
-TEST_F(ChannelFixture, InterruptedDumpIsAnError) {
+// A dump the ruleset changed under, as the kernel marks it.
+ReplayTransport::Responder interrupted_dump() {
+  return [](std::span<const uint8_t> sent) {
+    const nlmsghdr& req = *messages_of(sent)[0];
+    MessageBuilder data(0x30, NLM_F_MULTI, req.nlmsg_seq, 0);
+    MessageBuilder changed(0x30, NLM_F_MULTI | NLM_F_DUMP_INTR, req.nlmsg_seq, 0);
+    return std::vector<Datagram>{data.datagram(), changed.datagram(), done(req)};
+  };
+}
+
+// As nft does: the dump is asked again (new sequence number), and only the
+// complete one reaches the handler.
+TEST_F(ChannelFixture, InterruptedDumpIsDumpedAgain) {
+  transport->expect(interrupted_dump());
+  transport->expect(interrupted_dump());
   transport->expect([](std::span<const uint8_t> sent) {
     const nlmsghdr& req = *messages_of(sent)[0];
-    MessageBuilder data(0x30, NLM_F_MULTI | NLM_F_DUMP_INTR, req.nlmsg_seq, 0);
-    return std::vector<Datagram>{data.datagram(), done(req)};
+    MessageBuilder one(0x30, NLM_F_MULTI, req.nlmsg_seq, 0);
+    return std::vector<Datagram>{one.datagram(), done(req)};
   });
+  int seen = 0;
+  EXPECT_NO_THROW(
+      channel->transact(request(*channel, {NLM_F_DUMP}), [&seen](const nlmsghdr&) { ++seen; }));
+  EXPECT_EQ(seen, 1);
+  EXPECT_TRUE(transport->exhausted());
+  ASSERT_EQ(transport->sent().size(), 3U);
+  const nlmsghdr& first = *messages_of(transport->sent()[0])[0];
+  const nlmsghdr& third = *messages_of(transport->sent()[2])[0];
+  EXPECT_NE(first.nlmsg_seq, third.nlmsg_seq);
+  EXPECT_EQ(first.nlmsg_type, third.nlmsg_type);
+  EXPECT_EQ(first.nlmsg_flags, third.nlmsg_flags);
+}
+
+TEST_F(ChannelFixture, DumpInterruptedTenTimesInARowIsAnError) {
+  for (int i = 0; i < NetlinkChannel::kDumpAttempts; ++i) {
+    transport->expect(interrupted_dump());
+  }
+  int seen = 0;
   try {
-    channel->transact(request(*channel, {NLM_F_DUMP}));
+    channel->transact(request(*channel, {NLM_F_DUMP}), [&seen](const nlmsghdr&) { ++seen; });
     FAIL() << "no error";
   } catch (const Error& error) {
     EXPECT_EQ(error.sys_errno(), EINTR);
+    EXPECT_NE(std::string(error.what()).find("interrupted by concurrent changes 10 times"),
+              std::string::npos)
+        << error.what();
   }
+  EXPECT_EQ(seen, 0);
+  EXPECT_EQ(transport->sent().size(), 10U);
+  EXPECT_TRUE(transport->exhausted());
 }
 
 TEST_F(ChannelFixture, BatchWaitsForEveryAckAndReportsFirstError) {
