@@ -1,0 +1,144 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The running kernel's own flowtable selftest, nft_flowtable.sh, from
+# Debian's linux-source package of that kernel series (tools/setup unpacks
+# it; nothing of it is in this repository), run twice: with the stock
+# flowtable alone, then with the module attached to its flowtable. Both
+# runs must pass the same subtests, and the module must have taken packets.
+#
+# The kernel's script is run unmodified but for what TCG needs:
+#   6.1   (tools/testing/selftests/netfilter): its files are 8 to 136 MiB and
+#         each transfer gets a fixed 3 s: the files are cut to 0.25 to
+#         1.25 MiB (two lines of make_file, by sed, on a copy);
+#   6.12  (tools/testing/selftests/net/netfilter): given its default MTUs and
+#         a 512 KiB file on the command line, so that it skips its second
+#         run with random MTUs and up to 64 MB.
+# The module is attached the way a user would, right after the ruleset is
+# loaded: a wrapper named nft, first in PATH, runs the real nft and, after a
+# successful "nft -f" in a namespace that then has flowtable inet filter f1,
+# attaches it (once per namespace; the attachment follows the flowtable
+# when the script loads new rulesets). A kprobe on the module's
+# nfb_enqueue() counts the packets it took (the namespaces, and their
+# statistics, are gone when the script ends).
+# nfb-timeout: 1500
+set -eu
+# shellcheck source=selftests/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+nfb_require_tool ip nft python3 nc socat cmp
+
+TRACE=/sys/kernel/tracing
+tmp=
+record_cmd=
+
+# shellcheck disable=SC2317 # called through the EXIT trap
+cleanup() {
+	if [ -d "$TRACE/events/nfbkft" ]; then
+		echo 0 >"$TRACE/events/nfbkft/enq/enable"
+		echo "-:nfbkft/enq" >>"$TRACE/kprobe_events"
+	fi
+	if [ -n "$record_cmd" ]; then echo "$record_cmd" >"$TRACE/options/record-cmd"; fi
+	[ -z "$tmp" ] || rm -rf "$tmp"
+	if nfb_module_loaded; then nfb_unload_module; fi
+}
+trap cleanup EXIT
+
+kver=$(uname -r)
+series=${kver%%.*}.$(echo "$kver" | cut -d. -f2)
+src=/usr/src/linux-source-$series/tools/testing/selftests
+case "$series" in
+6.1)
+	dir=netfilter
+	args=()
+	;;
+*)
+	dir=net/netfilter
+	args=(-o 9000 -l 1500 -r 2000 -s 524288)
+	;;
+esac
+[ -f "$src/$dir/nft_flowtable.sh" ] ||
+	nfb_cannot_run "no $src/$dir/nft_flowtable.sh (tools/setup unpacks linux-source-$series)"
+
+tmp=$(mktemp -d /tmp/nfb-kft.XXXXXX)
+# The script and what it sources, at the same relative places.
+mkdir -p "$tmp/$dir" "$tmp/shim"
+cp "$src/$dir/nft_flowtable.sh" "$tmp/$dir/"
+[ ! -f "$src/$dir/lib.sh" ] || cp "$src/$dir/lib.sh" "$tmp/$dir/"
+[ ! -f "$src/net/lib.sh" ] || { mkdir -p "$tmp/net"; cp "$src/net/lib.sh" "$tmp/net/"; }
+[ ! -d "$src/net/lib" ] || cp -r "$src/net/lib" "$tmp/net/"
+if [ "$series" = 6.1 ]; then
+	# shellcheck disable=SC2016 # the script's own $((...)), literally
+	sed -i -e 's/^\tSIZE=\$((RANDOM % (1024 \* 128)))$/\tSIZE=$((RANDOM % 1024))/' \
+		-e 's/^\tSIZE=\$((SIZE + (1024 \* 8)))$/\tSIZE=$((SIZE + 256))/' \
+		"$tmp/$dir/nft_flowtable.sh"
+	if grep -q '1024 \* 128\|1024 \* 8)' "$tmp/$dir/nft_flowtable.sh" ||
+		! grep -q 'SIZE + 256))$' "$tmp/$dir/nft_flowtable.sh"; then
+		log_fail "the 6.1 script's make_file is not as expected: cannot cut its sizes"
+		exit "$ksft_fail"
+	fi
+fi
+chmod +x "$tmp/$dir/nft_flowtable.sh"
+
+real_nft=$(command -v nft)
+cat >"$tmp/shim/nft" <<EOF
+#!/bin/bash
+# nfb_kernel_flowtable.sh: nft, then attach the module to inet filter f1.
+"$real_nft" "\$@"
+rc=\$?
+case " \$* " in
+*" -f "*) ;;
+*) exit \$rc ;;
+esac
+[ "\$rc" = 0 ] || exit \$rc
+mark=$tmp/attached.\$(stat -L -c %i /proc/self/ns/net)
+if [ ! -e "\$mark" ] && "$real_nft" list flowtable inet filter f1 >/dev/null 2>&1; then
+	python3 "$NFB_REPO/selftests/nfb_genl.py" attach inet filter f1 >>"$tmp/attach.log" 2>&1 &&
+		touch "\$mark"
+fi
+exit \$rc
+EOF
+chmod +x "$tmp/shim/nft"
+
+# run NAME [shim]: the kernel's script; its PASS / FAIL lines, with the
+# namespaces' random suffixes taken out, in $tmp/NAME.verdicts.
+run() {
+	local name=$1 path=$PATH rc=0
+	[ "${2:-}" != shim ] || path=$tmp/shim:$PATH
+	(cd "$tmp/$dir" && PATH=$path ./nft_flowtable.sh "${args[@]}") \
+		>"$tmp/$name.log" 2>&1 || rc=$?
+	grep -E '^(PASS|FAIL):' "$tmp/$name.log" |
+		sed -E 's/-[A-Za-z0-9]{6,8}\b//g' >"$tmp/$name.verdicts" || true
+	echo "INFO: $name: exit $rc, $(grep -c '^PASS' "$tmp/$name.verdicts") PASS, $(grep -c '^FAIL' "$tmp/$name.verdicts") FAIL"
+	echo "$rc" >"$tmp/$name.rc"
+}
+
+[ -d "$TRACE/events" ] || mount -t tracefs nodev "$TRACE"
+record_cmd=$(cat "$TRACE/options/record-cmd")
+echo 0 >"$TRACE/options/record-cmd"
+
+nfb_load_module
+run stock
+echo "p:nfbkft/enq nf_flow_bulk:nfb_enqueue" >>"$TRACE/kprobe_events"
+echo 1 >"$TRACE/events/nfbkft/enq/enable"
+run module shim
+taken=$(awk '$1 == "enq" { print $2 }' "$TRACE/kprobe_profile")
+echo "INFO: module: attached $(find "$tmp" -maxdepth 1 -name 'attached.*' | wc -l) time(s), took ${taken:-?} packets"
+sed 's/^/INFO: attach: /' "$tmp/attach.log" 2>/dev/null || true
+
+check "nft_flowtable.sh [$series] with the stock flowtable alone: passes" \
+	test "$(cat "$tmp/stock.rc")" = 0
+if ! diff -u "$tmp/stock.verdicts" "$tmp/module.verdicts" >"$tmp/diff"; then
+	sed 's/^/INFO: /' "$tmp/diff"
+fi
+check "nft_flowtable.sh [$series] with the module attached: the same $(wc -l <"$tmp/stock.verdicts") verdicts as stock" \
+	cmp -s "$tmp/stock.verdicts" "$tmp/module.verdicts"
+check "nft_flowtable.sh [$series] with the module attached: exits as stock" \
+	test "$(cat "$tmp/module.rc")" = "$(cat "$tmp/stock.rc")"
+check "nft_flowtable.sh [$series]: the module was attached and took packets (${taken:-0})" \
+	test "${taken:-0}" -gt 100
+if [ "$ret" != 0 ]; then
+	echo "INFO: module run's output:"
+	sed 's/^/INFO:   /' "$tmp/module.log" | tail -n 40
+fi
+exit "$ret"
