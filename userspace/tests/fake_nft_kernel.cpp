@@ -583,12 +583,21 @@ class Transaction {
       }
     }
     // A lookup names its set by id when the set is new in this batch: the
-    // rule keeps the set's real name, as the kernel's dump shows it.
-    bool renamed = false;
+    // rule keeps the set's real name, as the kernel's dump shows it. The
+    // expressions are taken out and put back in order, each lookup as a new
+    // one (libnftnl 1.2.4 leaks the old name when a lookup's set is set again).
+    std::vector<nftnl_expr*> expressions;
     nftnl_expr_iter* iter = nftnl_expr_iter_create(parsed.get());
     for (nftnl_expr* expr = nftnl_expr_iter_next(iter); expr != nullptr;
          expr = nftnl_expr_iter_next(iter)) {
-      if (str_or_empty(nftnl_expr_get_str(expr, NFTNL_EXPR_NAME)) != "lookup") {
+      expressions.push_back(expr);
+    }
+    nftnl_expr_iter_destroy(iter);
+    bool renamed = false;
+    int missing = 0;
+    for (nftnl_expr*& expr : expressions) {
+      nftnl_rule_del_expr(expr);
+      if (missing != 0 || str_or_empty(nftnl_expr_get_str(expr, NFTNL_EXPR_NAME)) != "lookup") {
         continue;
       }
       std::optional<uint32_t> id;
@@ -598,13 +607,28 @@ class Transaction {
       const FakeNftKernel::Set* used = find_set(
           family, table_name, str_or_empty(nftnl_expr_get_str(expr, NFTNL_EXPR_LOOKUP_SET)), id);
       if (used == nullptr) {
-        nftnl_expr_iter_destroy(iter);
-        return ENOENT;
+        missing = ENOENT;
+        continue;
       }
-      nftnl_expr_set_str(expr, NFTNL_EXPR_LOOKUP_SET, used->name.c_str());
+      nftnl_expr* named = nftnl_expr_alloc("lookup");
+      nftnl_expr_set_u32(named, NFTNL_EXPR_LOOKUP_SREG,
+                         nftnl_expr_get_u32(expr, NFTNL_EXPR_LOOKUP_SREG));
+      for (const uint16_t attribute : {NFTNL_EXPR_LOOKUP_DREG, NFTNL_EXPR_LOOKUP_FLAGS}) {
+        if (nftnl_expr_is_set(expr, attribute)) {
+          nftnl_expr_set_u32(named, attribute, nftnl_expr_get_u32(expr, attribute));
+        }
+      }
+      nftnl_expr_set_str(named, NFTNL_EXPR_LOOKUP_SET, used->name.c_str());
+      nftnl_expr_free(expr);
+      expr = named;
       renamed = true;
     }
-    nftnl_expr_iter_destroy(iter);
+    for (nftnl_expr* expr : expressions) {
+      nftnl_rule_add_expr(parsed.get(), expr);  // the rule owns them again
+    }
+    if (missing != 0) {
+      return missing;
+    }
     if (renamed) {
       std::vector<uint8_t> buffer(16384);
       nlmsghdr* header = nftnl_nlmsg_build_hdr(reinterpret_cast<char*>(buffer.data()),
