@@ -232,7 +232,10 @@ echo 0 >"$hold"
 check "moved device: both namespaces' held packets are delivered" \
 	busywait 10000 eval "[ \"\$(server_rx)\" -ge $((rx0 + 40)) ]"
 ip netns del "$RB"
-# A namespace deleted after RB is freed only once RB's exit is over.
+# A namespace deleted after RB is freed only once RB's exit is over, when
+# it goes in a later batch: RB's devices go first (C2's c0 with b0), so
+# the batch with RB has begun before X is deleted.
+busywait 20000 gone "$C2" c0 || echo "INFO: moved device: RB's devices still there"
 setup_ns X
 ip link add x0 netns "$X" type veth peer name x1 netns "$C2"
 ip netns del "$X"
