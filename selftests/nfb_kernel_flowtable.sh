@@ -6,6 +6,10 @@
 # it; nothing of it is in this repository), run twice: with the stock
 # flowtable alone, then with the module attached to its flowtable. Both
 # runs must pass the same subtests, and the module must have taken packets.
+# The kernel's script has timing of its own (its dscp_fwd subtest once
+# failed under TCG with the stock flowtable alone): a stock run that fails,
+# or a module run whose verdicts differ, is shown and repeated once, and the
+# repeat is what counts.
 #
 # The kernel's script is run unmodified but for what TCG needs:
 #   6.1   (tools/testing/selftests/netfilter): its files are 8 to 136 MiB and
@@ -91,7 +95,7 @@ case " \$* " in
 *) exit \$rc ;;
 esac
 [ "\$rc" = 0 ] || exit \$rc
-mark=$tmp/attached.\$(stat -L -c %i /proc/self/ns/net)
+mark=$tmp/attached.\${NFB_KFT_RUN:-run}.\$(stat -L -c %i /proc/self/ns/net)
 if [ ! -e "\$mark" ] && "$real_nft" list flowtable inet filter f1 >/dev/null 2>&1; then
 	python3 "$NFB_REPO/selftests/nfb_genl.py" attach inet filter f1 >>"$tmp/attach.log" 2>&1 &&
 		touch "\$mark"
@@ -105,7 +109,7 @@ chmod +x "$tmp/shim/nft"
 run() {
 	local name=$1 path=$PATH rc=0
 	[ "${2:-}" != shim ] || path=$tmp/shim:$PATH
-	(cd "$tmp/$dir" && PATH=$path ./nft_flowtable.sh "${args[@]}") \
+	(cd "$tmp/$dir" && PATH=$path NFB_KFT_RUN=$name ./nft_flowtable.sh "${args[@]}") \
 		>"$tmp/$name.log" 2>&1 || rc=$?
 	grep -E '^(PASS|FAIL):' "$tmp/$name.log" |
 		sed -E 's/-[A-Za-z0-9]{6,8}\b//g' >"$tmp/$name.verdicts" || true
@@ -117,13 +121,37 @@ run() {
 record_cmd=$(cat "$TRACE/options/record-cmd")
 echo 0 >"$TRACE/options/record-cmd"
 
+# again NAME: run NAME's kind once more as NAME2 and let it stand for
+# NAME. The kernel's script has timing of its own: under TCG its dscp_fwd
+# subtest failed once with the stock flowtable alone ("expected dscp3 and
+# dscp0 > 0 but got 41, 0", 6.12). A failure of either run is shown, then
+# that run is repeated once; what is compared is the repeat.
+again() {
+	local name=$1
+	shift
+	echo "INFO: $name run: $(grep -c '^FAIL' "$tmp/$name.verdicts") FAIL; its output:"
+	sed 's/^/INFO:   /' "$tmp/$name.log" | tail -n 30
+	echo "INFO: $name run once more"
+	run "${name}2" "$@"
+	for f in log verdicts rc; do
+		mv "$tmp/$name.$f" "$tmp/$name-first.$f"
+		mv "$tmp/${name}2.$f" "$tmp/$name.$f"
+	done
+}
+
 nfb_load_module
 run stock
+[ "$(cat "$tmp/stock.rc")" = 0 ] || again stock
 echo "p:nfbkft/enq nf_flow_bulk:nfb_enqueue" >>"$TRACE/kprobe_events"
 echo 1 >"$TRACE/events/nfbkft/enq/enable"
 run module shim
+if ! cmp -s "$tmp/stock.verdicts" "$tmp/module.verdicts" ||
+	[ "$(cat "$tmp/module.rc")" != "$(cat "$tmp/stock.rc")" ]; then
+	diff -u "$tmp/stock.verdicts" "$tmp/module.verdicts" | sed 's/^/INFO: /' || true
+	again module shim
+fi
 taken=$(awk '$1 == "enq" { print $2 }' "$TRACE/kprobe_profile")
-echo "INFO: module: attached $(find "$tmp" -maxdepth 1 -name 'attached.*' | wc -l) time(s), took ${taken:-?} packets"
+echo "INFO: module: attached $(find "$tmp" -maxdepth 1 -name 'attached.module*' | wc -l) time(s), took ${taken:-?} packets"
 sed 's/^/INFO: attach: /' "$tmp/attach.log" 2>/dev/null || true
 
 check "nft_flowtable.sh [$series] with the stock flowtable alone: passes" \
