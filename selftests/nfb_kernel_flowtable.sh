@@ -9,7 +9,8 @@
 # The kernel's script has timing of its own (its dscp_fwd subtest once
 # failed under TCG with the stock flowtable alone): a stock run that fails,
 # or a module run whose verdicts differ, is shown and repeated once, and the
-# repeat is what counts.
+# repeat is what counts; but a file that arrives whole with other bytes, in
+# any run, fails the test: that is corruption, never timing.
 #
 # The kernel's script is run unmodified but for what TCG needs:
 #   6.1   (tools/testing/selftests/netfilter): its files are 8 to 136 MiB and
@@ -115,6 +116,17 @@ run() {
 		sed -E 's/-[A-Za-z0-9]{6,8}\b//g' >"$tmp/$name.verdicts" || true
 	echo "INFO: $name: exit $rc, $(grep -c '^PASS' "$tmp/$name.verdicts") PASS, $(grep -c '^FAIL' "$tmp/$name.verdicts") FAIL"
 	echo "$rc" >"$tmp/$name.rc"
+	# The script follows "FAIL: file mismatch" with ls -l of both files.
+	grep -A2 '^FAIL: file mismatch' "$tmp/$name.log" | sed "s/^/INFO: $name: /" || true
+	corrupted "$tmp/$name.log" >>"$tmp/corrupted" || true
+}
+
+# corrupted LOG: the transfers of LOG that arrived whole but with other
+# bytes (same size): never timing, unlike a transfer cut short.
+corrupted() {
+	awk '/^FAIL: file mismatch/ { what = $0; n = 0; next }
+		what != "" && $1 ~ /^-/ { size[++n] = $5
+			if (n == 2) { if (size[1] == size[2]) print what; what = "" } }' "$1"
 }
 
 [ -d "$TRACE/events" ] || mount -t tracefs nodev "$TRACE"
@@ -163,6 +175,9 @@ check "nft_flowtable.sh [$series] with the module attached: the same $(wc -l <"$
 	cmp -s "$tmp/stock.verdicts" "$tmp/module.verdicts"
 check "nft_flowtable.sh [$series] with the module attached: exits as stock" \
 	test "$(cat "$tmp/module.rc")" = "$(cat "$tmp/stock.rc")"
+check "nft_flowtable.sh [$series]: no transfer in any run arrived whole with other bytes" \
+	test ! -s "$tmp/corrupted"
+sed 's/^/INFO: corrupted: /' "$tmp/corrupted" 2>/dev/null || true
 check "nft_flowtable.sh [$series]: the module was attached and took packets (${taken:-0})" \
 	test "${taken:-0}" -gt 100
 if [ "$ret" != 0 ]; then
