@@ -92,6 +92,17 @@ second_router() {
 	ip -n "$RB" link set b0 up
 }
 
+# hold_20 CPU CHECK: with test_hold set, 20 datagrams of the offloaded flow
+# from CPU, and the check named CHECK that the module took and holds them;
+# rx0 and t0 are the server's and the module's counts before.
+hold_20() {
+	rx0=$(server_rx)
+	t0=$(taken)
+	echo 1 >"$hold"
+	send_on "$1" 20
+	check "$2" busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 20)) ]"
+}
+
 # send_on CPU COUNT: COUNT datagrams of the offloaded flow, from CPU.
 send_on() {
 	ip netns exec "$C" taskset -c "$1" python3 - "$2" <<-'EOF'
@@ -113,11 +124,7 @@ nfb_load_module
 
 # 1. Input device deleted under queued packets.
 topology
-rx0=$(server_rx)
-t0=$(taken)
-echo 1 >"$hold"
-send_on 0 20
-check "input dev: 20 packets taken and held" busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 20)) ]"
+hold_20 0 "input dev: 20 packets taken and held"
 ip -n "$C" link del c0
 check "input dev: deleted while they wait" gone "$R" r0
 echo 0 >"$hold"
@@ -127,11 +134,8 @@ cleanup_all_ns
 
 # 2. Output device deleted under queued packets.
 topology
-t0=$(taken)
 d0=$(drops)
-echo 1 >"$hold"
-send_on 0 20
-check "output dev: 20 packets taken and held" busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 20)) ]"
+hold_20 0 "output dev: 20 packets taken and held"
 ip -n "$S" link del s0 &
 del_pid=$!
 check "output dev: unlisted while they wait" busywait 5000 gone "$R" r1
@@ -145,12 +149,7 @@ cleanup_all_ns
 
 # 3. The CPU that queued them goes offline.
 topology
-rx0=$(server_rx)
-t0=$(taken)
-echo 1 >"$hold"
-send_on 1 20
-check "cpu offline: 20 packets taken and held on CPU 1" \
-	busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 20)) ]"
+hold_20 1 "cpu offline: 20 packets taken and held on CPU 1"
 echo 0 >"$cpu1"
 echo 0 >"$hold"
 check "cpu offline: the held packets are delivered" \
@@ -161,10 +160,7 @@ cleanup_all_ns
 
 # 4. The router's namespace deleted under queued packets.
 topology
-t0=$(taken)
-echo 1 >"$hold"
-send_on 0 20
-check "netns: 20 packets taken and held" busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 20)) ]"
+hold_20 0 "netns: 20 packets taken and held"
 ip netns del "$R"
 NS_LIST=("$C" "$S")	# R is gone: cleanup must not delete it again
 echo 0 >"$hold"
@@ -180,12 +176,7 @@ cleanup_all_ns
 topology
 second_router
 ip netns exec "$RB" sysctl -qw net.ipv4.ip_forward=1
-rx0=$(server_rx)
-t0=$(taken)
-echo 1 >"$hold"
-send_on 0 20
-check "moved device: R's 20 packets taken and held" \
-	busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 20)) ]"
+hold_20 0 "moved device: R's 20 packets taken and held"
 ip -n "$R" link set r1 netns "$RB"
 # One transmit queue: both namespaces' packets then share every part of
 # the bulk key but the namespace (with two, the flow hash may part them).
@@ -258,13 +249,8 @@ table inet fp {
 EOF
 fp_genl "$RB" attach inet fp ft
 rb_misses() { fp_stat "$RB" 't["decline"]["miss"]'; }
-rx0=$(server_rx)
-t0=$(taken)
 m0=$(rb_misses)
-echo 1 >"$hold"
-send_on 0 20
-check "other namespace's decline: R's 20 packets taken and held" \
-	busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 20)) ]"
+hold_20 0 "other namespace's decline: R's 20 packets taken and held"
 ip netns exec "$C2" taskset -c 0 python3 -c '
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -282,11 +268,7 @@ cleanup_all_ns
 # 5. Unloaded while holding (last: the module is gone afterwards). Should
 # the unload hang, clearing test_hold by hand lets it finish.
 topology
-rx0=$(server_rx)
-t0=$(taken)
-echo 1 >"$hold"
-send_on 0 20
-check "unload: 20 packets taken and held" busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 20)) ]"
+hold_20 0 "unload: 20 packets taken and held"
 nfb_unload_module &
 unload_pid=$!
 check "unload with test_hold set: completes" \
@@ -319,12 +301,7 @@ fp_tmpdir
 for v in 1 0; do
 	nfb_load_module
 	topology
-	rx0=$(server_rx)
-	t0=$(taken)
-	echo 1 >"$hold"
-	send_on 0 20
-	check "unload, test_hold written $v meanwhile: 20 packets taken and held" \
-		busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 20)) ]"
+	hold_20 0 "unload, test_hold written $v meanwhile: 20 packets taken and held"
 	hammer "$v" &
 	hammer_pid=$!
 	nfb_unload_module &
