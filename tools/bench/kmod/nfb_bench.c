@@ -19,10 +19,18 @@
  * it calibrates with interrupts off; the waiting is reported (gen_wait_ns) so
  * that it can be subtracted, leaving the work of moving the packets.
  *
+ * The flows take turns: train=N consecutive packets of one flow, then N of
+ * the next (N = 1, the default: round-robin, packet by packet). A TCP
+ * sender with TSO, or a NIC's receive of a bursty flow, gives trains; GRO
+ * merges a train and nothing of a round-robin mix.
+ *
  * Control, from a process in the network namespace of the device:
  *   echo "gen dev=D dmac=M src=IP dst=IP [sport=N dport=N flows=N len=N
- *         burst=N count=N ttl=N tos=N window=N]" > /sys/kernel/debug/nfb_bench/ctl
- *   echo "sink dev=D" > ...;  echo "sink off" > ...;  echo reset > ...
+ *         burst=N count=N ttl=N tos=N window=N train=N]" > /sys/kernel/debug/nfb_bench/ctl
+ *   echo "sink dev=D [verify=1]" > ...;  echo "sink off" > ...;  echo reset > ...
+ * The sink checks every packet's TTL (or hop limit) and IPv4 header
+ * checksum; with verify=1 also its UDP checksum, which costs a pass over
+ * the payload (the selftests, not the benchmark).
  *   cat /sys/kernel/debug/nfb_bench/ctl     (key=value results)
  */
 #include <linux/debugfs.h>
@@ -61,7 +69,7 @@ struct nfb_gen_params {
 		struct in6_addr v6;
 	} src, dst;
 	u16 sport, dport;
-	u32 flows, len, burst, ttl, tos, window;
+	u32 flows, len, burst, ttl, tos, window, train;
 	u64 count;
 };
 
@@ -69,8 +77,11 @@ struct nfb_sink_pcpu {
 	u64 packets;
 	u64 bytes;
 	u64 reordered;
+	u64 bad_csum;		/* IPv4 header (or UDP) checksum wrong */
 	u64 first_ns;
 	u64 last_ns;
+	u8 ttl_min;		/* TTL or hop limit */
+	u8 ttl_max;
 };
 
 static DEFINE_MUTEX(nfb_lock);	/* control writes and sink (un)registration */
@@ -86,6 +97,29 @@ static struct net *sink_net;
 static struct net_device *sink_dev;
 static struct nfb_sink_pcpu __percpu *sink_stats;
 static u64 *sink_next_seq;	/* per flow; NFB_BENCH_MAX_FLOWS entries */
+static bool sink_verify;
+/* The source address of the last packet received (NAT tests). */
+static struct in6_addr sink_src;
+static bool sink_src_v6;
+
+/* The UDP checksum of the datagram at @off, over the pseudo header. */
+static bool nfb_udp_csum_bad(struct sk_buff *skb, unsigned int off)
+{
+	const struct udphdr *uh = (const struct udphdr *)(skb->data + off);
+	unsigned int ulen = ntohs(uh->len);
+	__wsum sum;
+
+	if (ulen < sizeof(*uh) || off + ulen > skb->len)
+		return true;
+	if (!uh->check)
+		return skb->protocol == htons(ETH_P_IPV6);
+	sum = skb_checksum(skb, off, ulen, 0);
+	if (skb->protocol == htons(ETH_P_IP))
+		return csum_tcpudp_magic(ip_hdr(skb)->saddr, ip_hdr(skb)->daddr,
+					 ulen, IPPROTO_UDP, sum);
+	return csum_ipv6_magic(&ipv6_hdr(skb)->saddr, &ipv6_hdr(skb)->daddr,
+			       ulen, IPPROTO_UDP, sum);
+}
 
 static unsigned int nfb_sink_hook(void *priv, struct sk_buff *skb,
 				  const struct nf_hook_state *state)
@@ -95,6 +129,8 @@ static unsigned int nfb_sink_hook(void *priv, struct sk_buff *skb,
 	unsigned int off;
 	u32 flow;
 	u64 seq, now;
+	u8 ttl;
+	bool bad = false;
 
 	switch (skb->protocol) {
 	case htons(ETH_P_IP):
@@ -102,26 +138,49 @@ static unsigned int nfb_sink_hook(void *priv, struct sk_buff *skb,
 		if (!pskb_may_pull(skb, off) || ip_hdr(skb)->protocol != IPPROTO_UDP)
 			return NF_ACCEPT;
 		off = ip_hdr(skb)->ihl * 4;
+		ttl = ip_hdr(skb)->ttl;
+		/*
+		 * Every delivered packet must have been forwarded right, not
+		 * only arrive: a wrong TTL or header checksum is counted.
+		 */
+		bad = off < sizeof(struct iphdr) || !pskb_may_pull(skb, off) ||
+		      ip_fast_csum(skb->data, ip_hdr(skb)->ihl);
 		break;
 	case htons(ETH_P_IPV6):
 		off = sizeof(struct ipv6hdr);
 		if (!pskb_may_pull(skb, off) || ipv6_hdr(skb)->nexthdr != IPPROTO_UDP)
 			return NF_ACCEPT;
+		ttl = ipv6_hdr(skb)->hop_limit;
 		break;
 	default:
 		return NF_ACCEPT;
 	}
-	off += sizeof(struct udphdr);
-	if (!pskb_may_pull(skb, off + sizeof(*pl)))
+	if (!pskb_may_pull(skb, off + sizeof(struct udphdr) + sizeof(*pl)))
 		return NF_ACCEPT;
+	if (sink_verify) {
+		if (!bad)
+			bad = nfb_udp_csum_bad(skb, off);
+		sink_src_v6 = skb->protocol == htons(ETH_P_IPV6);
+		if (sink_src_v6)
+			sink_src = ipv6_hdr(skb)->saddr;
+		else
+			memcpy(&sink_src, &ip_hdr(skb)->saddr, 4);
+	}
+	off += sizeof(struct udphdr);
 	pl = (const struct nfb_bench_payload *)(skb->data + off);
 	if (pl->magic != htonl(NFB_BENCH_MAGIC))
 		return NF_ACCEPT;
 
 	now = ktime_get_ns();
 	st = this_cpu_ptr(sink_stats);
-	if (!st->packets)
+	if (!st->packets) {
 		st->first_ns = now;
+		st->ttl_min = ttl;
+		st->ttl_max = ttl;
+	}
+	st->ttl_min = min(st->ttl_min, ttl);
+	st->ttl_max = max(st->ttl_max, ttl);
+	st->bad_csum += bad;
 	st->packets++;
 	st->bytes += skb->len;
 	st->last_ns = now;
@@ -158,11 +217,16 @@ static void nfb_sink_off(void)
 	sink_net = NULL;
 }
 
-static int nfb_sink_on(struct net *net, const char *name)
+static int nfb_sink_on(struct net *net, char *args)
 {
+	char *name = strsep(&args, " ");
 	struct net_device *dev;
+	bool verify = false;
 	int err;
 
+	if (args && strcmp(args, "verify=1"))
+		return -EINVAL;
+	verify = args;
 	dev = dev_get_by_name(net, name);
 	if (!dev)
 		return -ENODEV;
@@ -180,6 +244,7 @@ static int nfb_sink_on(struct net *net, const char *name)
 	}
 	sink_dev = dev;
 	sink_net = get_net(net);
+	sink_verify = verify;
 	nfb_sink_reset();
 	return 0;
 }
@@ -347,9 +412,9 @@ static int nfb_gen_run(struct net *net, const struct nfb_gen_params *p)
 {
 	struct sk_buff **burst;
 	struct net_device *dev;
-	u64 sent = 0, dropped = 0, seq = 0, start, steps = 0, base = 0;
+	u64 sent = 0, dropped = 0, round = 0, start, steps = 0, base = 0;
 	u64 step_cost = 0;
-	u32 flow = 0, i, n;
+	u32 flow = 0, pos = 0, i, n;
 	int err = 0;
 
 	dev = dev_get_by_name(net, p->dev);
@@ -383,14 +448,19 @@ static int nfb_gen_run(struct net *net, const struct nfb_gen_params *p)
 		}
 		/* Build the burst first: it then arrives as a NIC would pass it. */
 		for (i = 0; i < n; i++) {
-			burst[i] = nfb_gen_build(dev, p, flow, seq);
+			/* A flow's sequence numbers go up by one per packet. */
+			burst[i] = nfb_gen_build(dev, p, flow,
+						 round * p->train + pos);
 			if (!burst[i]) {
 				err = -ENOMEM;
 				break;
 			}
+			if (++pos < p->train)
+				continue;
+			pos = 0;
 			if (++flow == p->flows) {
 				flow = 0;
-				seq++;
+				round++;
 			}
 		}
 		n = i;
@@ -444,7 +514,7 @@ static int nfb_parse_gen(char *args, struct nfb_gen_params *p)
 
 	*p = (struct nfb_gen_params){ .sport = 10000, .dport = 9, .flows = 1,
 				      .len = 128, .burst = 32, .count = 1000,
-				      .ttl = 64 };
+				      .ttl = 64, .train = 1 };
 	while ((tok = strsep(&args, " \t\n")) && !err) {
 		if (!*tok)
 			continue;
@@ -485,6 +555,8 @@ static int nfb_parse_gen(char *args, struct nfb_gen_params *p)
 			err = nfb_parse_u32(val, 64, 9000, &p->len);
 		} else if (!strcmp(tok, "burst")) {
 			err = nfb_parse_u32(val, 1, NFB_BENCH_MAX_BURST, &p->burst);
+		} else if (!strcmp(tok, "train")) {
+			err = nfb_parse_u32(val, 1, 65536, &p->train);
 		} else if (!strcmp(tok, "ttl")) {
 			err = nfb_parse_u32(val, 1, 255, &p->ttl);
 		} else if (!strcmp(tok, "tos")) {
@@ -566,6 +638,10 @@ static int nfb_ctl_show(struct seq_file *m, void *v)
 			continue;
 		if (!sum.packets || st->first_ns < sum.first_ns)
 			sum.first_ns = st->first_ns;
+		if (!sum.packets || st->ttl_min < sum.ttl_min)
+			sum.ttl_min = st->ttl_min;
+		sum.ttl_max = max(sum.ttl_max, st->ttl_max);
+		sum.bad_csum += st->bad_csum;
 		sum.last_ns = max(sum.last_ns, st->last_ns);
 		sum.packets += st->packets;
 		sum.bytes += st->bytes;
@@ -579,6 +655,12 @@ static int nfb_ctl_show(struct seq_file *m, void *v)
 		   sum.reordered);
 	seq_printf(m, "sink_first_ns=%llu\nsink_last_ns=%llu\n", sum.first_ns,
 		   sum.last_ns);
+	seq_printf(m, "sink_ttl_min=%u\nsink_ttl_max=%u\nsink_bad_csum=%llu\n",
+		   sum.ttl_min, sum.ttl_max, sum.bad_csum);
+	if (sink_verify && sink_src_v6)
+		seq_printf(m, "sink_src=%pI6c\n", &sink_src);
+	else if (sink_verify)
+		seq_printf(m, "sink_src=%pI4\n", &sink_src);
 	return 0;
 }
 
