@@ -4,7 +4,8 @@
 # One boot's worth of benchmark points, run inside the guest (tools/bench/run
 # boots it with --icount). Prints one JSON object per point on stdout.
 #
-#   tools/bench/guest.sh [--links "veth virtio"] [--gro "on off"] [--flows "1 10"]
+#   tools/bench/guest.sh [--links "veth virtio"] [--gro "on off list udpfwd"]
+#                        [--flows "1 10"] [--train "1 4 32"]
 #                        [--qdisc "default noqueue"] [--encap "none vlan pppoe"]
 #                        [--configs "gen-alone drop-west plain stock bulk"]
 #                        [--count N] [--reps N] [--burst N] [--len N]
@@ -16,6 +17,14 @@
 #   plain      forwarding through west and east, no nftables
 #   stock      the stock flowtable on both routers
 #   bulk       the stock flowtable plus nf_flow_bulk attached, both routers
+# --gro: the routers' receive (tools/bench/topology.sh topo_gro): on, off,
+# or one of the stock alternatives to the module, fraglist GRO (list) or
+# UDP GRO forwarding (udpfwd). Those two merge what the sink would see as
+# one packet: only plain, stock and bulk run there; report.py takes the
+# baselines (gen-alone, drop-west) of the same point with GRO on.
+# --train: the generator's traffic shape, N consecutive packets of a flow
+# before the next flow's (1: round-robin); at one flow every shape is the
+# same and only the first is run.
 # Under -icount shift=0 one guest nanosecond is one instruction: a run's
 # cost is (last packet at the sink - generator start) / packets received;
 # every run's cost is printed (runs), and the least costly one's too.
@@ -46,6 +55,7 @@ encaps="none"
 qdiscs="default noqueue"
 gro="on off"
 flows_list="1 10"
+trains="1"
 configs="gen-alone drop-west plain stock bulk"
 count=20000
 reps=3
@@ -59,6 +69,7 @@ while [ $# -gt 0 ]; do
 	--qdisc) qdiscs=$2; shift 2 ;;
 	--encap) encaps=$2; shift 2 ;;
 	--flows) flows_list=$2; shift 2 ;;
+	--train) trains=$2; shift 2 ;;
 	--configs) configs=$2; shift 2 ;;
 	--count) count=$2; shift 2 ;;
 	--reps) reps=$2; shift 2 ;;
@@ -102,8 +113,9 @@ mac_of() { in_ns "$1" cat "/sys/class/net/$2/address"; }
 
 window=0
 link_window=0
-gen() { # gen DEV DMAC COUNT FLOWS
-	echo "gen dev=$1 dmac=$2 src=$src dst=$dst flows=$4 count=$3 burst=$burst len=$len window=$window" |
+train=1
+gen() { # gen DEV DMAC COUNT FLOWS [TRAIN]
+	echo "gen dev=$1 dmac=$2 src=$src dst=$dst flows=$4 count=$3 burst=$burst len=$len window=$window train=${5:-$train}" |
 		in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
 }
 
@@ -172,12 +184,22 @@ offloaded() { # offloaded NS: flows of this family in the flowtable
 	in_ns "$1" conntrack -L -f "ipv$family" 2>/dev/null | grep -c OFFLOAD || true
 }
 
-# measure_rep SINK_NS: add one generator run to the point's totals. Sets
-# sent, recv, reord (sums over runs), per_rep (cost per packet of each run)
-# and elapsed / best_recv / wait_ns of the least costly delivered run.
+# measure_rep SINK_NS [TTL]: add one generator run to the point's totals.
+# Sets sent, recv, reord (sums over runs), per_rep (cost per packet of each
+# run), elapsed / best_recv / wait_ns of the least costly delivered run, and
+# misforwarded: packets that arrived with a TTL other than TTL (the
+# generator's 64 less the routers passed) or a wrong IPv4 header checksum,
+# in any run (the sink's minimum and maximum TTL both must be TTL).
 measure_rep() {
 	local s r o first last w e
 	ctl_read
+	if [ -n "$1" ] && [ "${ctl_val[sink_packets]:-0}" -gt 0 ]; then
+		if [ "${ctl_val[sink_ttl_min]}" != "${2:-62}" ] ||
+			[ "${ctl_val[sink_ttl_max]}" != "${2:-62}" ] ||
+			[ "${ctl_val[sink_bad_csum]}" != 0 ]; then
+			misforwarded="$misforwarded ttl=${ctl_val[sink_ttl_min]}..${ctl_val[sink_ttl_max]},bad_csum=${ctl_val[sink_bad_csum]}"
+		fi
+	fi
 	s=${ctl_val[gen_sent]:-0}
 	first=${ctl_val[gen_start_ns]:-0}
 	w=${ctl_val[gen_wait_ns]:-0}
@@ -206,13 +228,14 @@ measure_rep() {
 point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 	local link=$1 encap=$2 g=$3 q=$4 config=$5 flows=$6 dev=s0 sink_ns=$NS_SUNRISE sink_dev=r0
 	sent=0 recv=0 reord=0 elapsed=0 wait_ns=0 best=0 best_recv=0 per_rep=()
+	misforwarded='' ttl=62
 	local dmac status=ok west_off=0 east_off=0
 	local kicks0=0 kicks1=0 taken0=0 taken1=0 bulks0=0 bulks1=0 mod0='{}' mod1='{}'
 	topo_flowtable_del
 	window=$link_window
 	case "$config" in
 	gen-alone) dev=d0 sink_ns='' window=0 ;;
-	drop-west) sink_ns=$NS_WEST sink_dev=w0 ;;
+	drop-west) sink_ns=$NS_WEST sink_dev=w0 ttl=64 ;;
 	plain) ;;
 	stock) topo_flowtable_add ;;
 	bulk)
@@ -241,8 +264,9 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		# sleep=off); between the warm-up and the runs that could
 		# outlast the flows' 30 s in the flowtable.
 		[ "$config" != bulk ] || mod0=$(module_counters)
+		# A packet per flow (trains of 1), whatever the shape measured.
 		for ((round = 0; round < rounds; round++)); do
-			gen "$dev" "$dmac" "$flows" "$flows" || true
+			gen "$dev" "$dmac" "$flows" "$flows" 1 || true
 		done
 		# As few processes as possible between the warm-up and the
 		# runs: each lets the clock run ahead while it is loaded, and
@@ -257,7 +281,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		for ((rep = 0; rep < reps; rep++)); do
 			echo reset >"$ctl"
 			gen "$dev" "$dmac" "$count" "$flows" || status=generator-failed
-			measure_rep "$sink_ns"
+			measure_rep "$sink_ns" "$ttl"
 		done
 		# The flows in the flowtables, right after the runs refreshed
 		# them (read after the warm-up, they could have left already).
@@ -271,11 +295,11 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 			mod1=$(module_counters)
 		fi
 	else
-		measure_rep "$sink_ns"
+		measure_rep "$sink_ns" "$ttl"
 	fi
 	jq -cnM --arg kernel "$kver" --arg link "$link" --arg gro "$g" --arg qdisc "$q" \
 		--arg encap "$encap" --arg config "$config" --arg status "$status" \
-		--argjson flows "$flows" --argjson family "$family" \
+		--argjson flows "$flows" --argjson train "$train" --argjson family "$family" \
 		--argjson len "$len" --argjson burst "$burst" \
 		--argjson sent "${sent:-0}" --argjson received "${recv:-0}" \
 		--argjson reordered "${reord:-0}" --argjson elapsed_ns "$elapsed" \
@@ -285,11 +309,13 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		--argjson per_rep "[$(IFS=,; echo "${per_rep[*]}")]" \
 		--argjson taken $((taken1 - taken0)) --argjson bulks $((bulks1 - bulks0)) \
 		--argjson mod0 "$mod0" --argjson mod1 "$mod1" \
+		--arg misforwarded "${misforwarded# }" \
 		'{kernel: $kernel, link: $link, gro: $gro, qdisc: $qdisc, encap: $encap,
 		  config: $config,
-		  status: $status, flows: $flows, family: $family, len: $len,
+		  status: $status, flows: $flows, train: $train, family: $family, len: $len,
 		  burst: $burst, sent: $sent, received: $received,
 		  reordered: $reordered, elapsed_ns: $elapsed_ns, wait_ns: $wait_ns,
+		  misforwarded: (if $misforwarded == "" then null else $misforwarded end),
 		  best_received: $best_received,
 		  runs: ($per_rep | map(. / 1000)),
 		  taken: $taken, bulks: $bulks,
@@ -338,8 +364,19 @@ for link in $links; do
 				for q in $qs; do
 					[ "$link" = veth ] || egress_qdisc "$q"
 					for flows in $flows_list; do
-						for config in $pass; do
-							point "$link" "$encap" "$g" "$q" "$config" "$flows"
+						for train in $trains; do
+							[ "$flows" -gt 1 ] || [ "$train" = "${trains%% *}" ] || continue
+							for config in $pass; do
+								case "$g:$config" in
+								list:gen-alone | list:drop-west | udpfwd:gen-alone | udpfwd:drop-west) continue ;;
+								esac
+								# The generator alone: one figure per topology (report.py).
+								if [ "$config" = gen-alone ] &&
+									[ "$g $flows $train" != "${gro%% *} ${flows_list%% *} ${trains%% *}" ]; then
+									continue
+								fi
+								point "$link" "$encap" "$g" "$q" "$config" "$flows"
+							done
 						done
 					done
 				done

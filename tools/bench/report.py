@@ -43,8 +43,22 @@ import sys
 from collections import defaultdict
 
 FORWARDING = ["plain", "stock", "bulk"]
-# A group is (link, gro, qdisc, flows, family, encap); a key adds the config.
+# A group is (link, gro, qdisc, flows, family, encap, train); a key adds
+# the config.
 ENCAP = 5
+TRAIN = 6
+CONFIG = 7
+# The GRO modes that merge a train (tools/bench/topology.sh topo_gro): the
+# sink would count a merged skb as one packet, so their points have no
+# baselines of their own. They take those of GRO off: a hop then costs what
+# the cheapest way across a link costs (the per-CPU backlog, no GRO), and
+# the merging and the cutting up count as the routers' work, which their
+# CPUs do.
+MERGING = ("list", "udpfwd")
+# The peer table's columns: the stock alternatives and the module, each in
+# every receive mode.
+PEERS = [("stock", "on"), ("stock", "off"), ("stock", "list"), ("stock", "udpfwd"),
+         ("bulk", "on"), ("bulk", "off"), ("bulk", "list"), ("bulk", "udpfwd")]
 # The encapsulation table's order (then link, GRO, qdisc, family, flows).
 ENCAPS = ["none", "vlan", "pppoe"]
 
@@ -60,7 +74,7 @@ def load(paths):
                     continue
                 p = json.loads(line)
                 key = (p["link"], p["gro"], p.get("qdisc", "noqueue"), p["flows"],
-                       p["family"], p.get("encap", "none"), p["config"])
+                       p["family"], p.get("encap", "none"), p.get("train", 1), p["config"])
                 p["boot"] = boot
                 runs[key].append(p)
                 meta = {k: p[k] for k in ("kernel", "len", "burst")}
@@ -78,6 +92,11 @@ def summarise(samples, least=False):
         "received": [s["received"] for s in samples],
         "reordered": sum(s["reordered"] for s in samples),
     }
+    # Delivered, but not forwarded right (a TTL left as it came, a bad
+    # header checksum): the figure stands, marked.
+    wrong = sorted({s["misforwarded"] for s in samples if s.get("misforwarded")})
+    if wrong:
+        out["misforwarded"] = "; ".join(wrong)
     if delivered:
         ipp = [r for s in samples for r in (s.get("runs") or [s["instructions_per_packet"]])]
         med = min(ipp) if least else statistics.median(ipp)
@@ -169,20 +188,23 @@ def main():
         if g[ENCAP] == "none":
             return (0, g)
         rank = ENCAPS.index(g[ENCAP]) if g[ENCAP] in ENCAPS else len(ENCAPS)
-        return (1, g[0], g[1], g[2], g[4], rank, g[ENCAP], g[3])
-    groups = sorted({k[:6] for k in runs}, key=order)
+        return (1, g[0], g[1], g[2], g[4], rank, g[ENCAP], g[3], g[TRAIN])
+    groups = sorted({k[:CONFIG] for k in runs}, key=order)
     table = []
     # The generator alone does the same work whatever the link's GRO,
     # qdisc or flow count: one figure per link and family (and
     # encapsulation: its own topology), from all its runs.
     gen_alone = defaultdict(list)
     for k, samples in runs.items():
-        if k[6] == "gen-alone":
+        if k[CONFIG] == "gen-alone":
             gen_alone[(k[0], k[4], k[ENCAP])] += samples
     for g in groups:
         encap = g[ENCAP]
         s = {c: summarise(runs[g + (c,)]) for c in
              ["drop-west"] + FORWARDING if g + (c,) in runs}
+        off = (g[0], "off") + g[2:]
+        if g[1] in MERGING and off + ("drop-west",) in runs:
+            s = {"drop-west": summarise(runs[off + ("drop-west",)]), **s}
         if (g[0], g[4], encap) in gen_alone:
             s = {"gen-alone": summarise(gen_alone[(g[0], g[4], encap)], least=True), **s}
         base = s.get("gen-alone", {}).get("median")
@@ -190,12 +212,13 @@ def main():
         for c, v in s.items():
             if c in FORWARDING and base and drop and "median" in v:
                 v["router"] = (v["median"] - 3 * drop + 2 * base) / 2
-            where = dict(link=g[0], gro=g[1], qdisc=g[2], flows=g[3], family=g[4])
+            where = dict(link=g[0], gro=g[1], qdisc=g[2], flows=g[3], family=g[4],
+                         train=g[TRAIN])
             if encap != "none":
                 where["encap"] = encap
             points.append(dict(where, config=c, **v))
         row = dict(link=g[0], gro=g[1], qdisc=g[2], flows=g[3], family=g[4], encap=encap,
-                   s=s)
+                   train=g[TRAIN], s=s)
         table.append(row)
 
     def fmt(v, key):
@@ -207,7 +230,7 @@ def main():
             return "not delivered"
         if key not in v:
             return "—"
-        return f"{v[key]:.0f}"
+        return f"{v[key]:.0f}" + (" ‡" if v.get("misforwarded") else "")
 
     ratios = []
 
@@ -215,7 +238,7 @@ def main():
         """The markdown lines of a table of ROWS; ENCAP: the encapsulation
         table (an encap column after IP, the module's share before bulk
         size)."""
-        head = ["link", "GRO", "egress qdisc", "flows", "IP"]
+        head = ["link", "GRO", "egress qdisc", "flows", "train", "IP"]
         head += ["encap"] if encap else []
         head += ["gen alone", "drop at west", "plain", "stock", "bulk", "router: plain",
                  "router: stock", "router: bulk", "stock / bulk", "saved per router",
@@ -228,7 +251,8 @@ def main():
 
     def render_row(r, encap):
         s = r["s"]
-        cells = [r["link"], r["gro"], r["qdisc"], str(r["flows"]), f"v{r['family']}"]
+        cells = [r["link"], r["gro"], r["qdisc"], str(r["flows"]), str(r["train"]),
+                 f"v{r['family']}"]
         if encap:
             cells.append(r["encap"])
         for c in ["gen-alone", "drop-west"] + FORWARDING:
@@ -239,7 +263,7 @@ def main():
         if "router" in st and "router" in bk and bk["router"] > 0:
             ratio = st["router"] / bk["router"]
             where = dict(link=r["link"], gro=r["gro"], qdisc=r["qdisc"],
-                         flows=r["flows"], family=r["family"])
+                         flows=r["flows"], family=r["family"], train=r["train"])
             if encap:
                 where["encap"] = r["encap"]
             ratios.append(dict(where, stock_over_bulk=ratio))
@@ -275,7 +299,73 @@ def main():
             rst.append("   " + ", ".join(f'"{c}"' for c in r))
         return "\n".join(rst) + "\n"
 
+    def peers(rows):
+        """The peer table: per (link, qdisc, family, flows, train) of plain
+        Ethernet, the whole path of stock and module in every receive mode,
+        and the least costly of each side. Its router figures all take the
+        GRO-off baselines (see MERGING), whatever the mode, so that they
+        compare across modes: the receive work past a plain hop, GRO's
+        included, is the routers'."""
+        by = defaultdict(dict)
+        off_base = {}
+        for r in rows:
+            k = (r["link"], r["qdisc"], r["family"], r["flows"], r["train"])
+            if r["gro"] == "off":
+                base = r["s"].get("gen-alone", {}).get("median")
+                drop = r["s"].get("drop-west", {}).get("median")
+                if base and drop:
+                    off_base[k] = (base, drop)
+            for c in ("stock", "bulk"):
+                v = r["s"].get(c)
+                if v and v.get("delivered") and "median" in v:
+                    by[k][(c, r["gro"])] = v
+        if not any(k[1] in MERGING for cells in by.values() for k in cells):
+            return [], []
+        head = ["link", "egress qdisc", "IP", "flows", "train"]
+        head += [f"{c}, GRO {g}" for c, g in PEERS]
+        head += ["best stock", "best module", "best stock / best module",
+                 "router: best stock", "router: best module", "router: stock / module"]
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        js = []
+        for k in sorted(by):
+            cells = [k[0], k[1], f"v{k[2]}", str(k[3]), str(k[4])]
+            for p in PEERS:
+                v = by[k].get(p)
+                cells.append("—" if v is None else fmt(v, "median"))
+            best = {}
+            for side in ("stock", "bulk"):
+                cand = [(v["median"], g, v) for (c, g), v in by[k].items() if c == side]
+                best[side] = min(cand, key=lambda t: t[0]) if cand else None
+            for side in ("stock", "bulk"):
+                b = best[side]
+                cells.append("—" if b is None else f"{b[0]:.0f} (GRO {b[1]})")
+            st, bk = best["stock"], best["bulk"]
+            cells.append(f"{st[0] / bk[0]:.2f}x" if st and bk else "—")
+            routers = {}
+            for side, b in (("stock", st), ("bulk", bk)):
+                if b is not None and k in off_base:
+                    base, drop = off_base[k]
+                    routers[side] = (b[0] - 3 * drop + 2 * base) / 2
+                cells.append(f"{routers[side]:.0f}" if side in routers else "—")
+            if routers.get("bulk", 0) > 0 and "stock" in routers:
+                cells.append(f"{routers['stock'] / routers['bulk']:.2f}x")
+            else:
+                cells.append("—")
+            out.append("| " + " | ".join(cells) + " |")
+            if st and bk:
+                js.append(dict(link=k[0], qdisc=k[1], family=k[2], flows=k[3], train=k[4],
+                               best_stock=dict(gro=st[1], whole_path=st[0],
+                                               router=routers.get("stock"),
+                                               misforwarded=st[2].get("misforwarded")),
+                               best_bulk=dict(gro=bk[1], whole_path=bk[0],
+                                              router=routers.get("bulk"),
+                                              misforwarded=bk[2].get("misforwarded")),
+                               best_stock_over_best_bulk=st[0] / bk[0]))
+        return out, js
+
     plain_rows = [r for r in table if r["encap"] == "none"]
+    misforwarded = sorted({f"{p['config']}, GRO {p['gro']}: {p['misforwarded']}"
+                           for p in points if p.get("misforwarded")})
     encap_rows = [r for r in table if r["encap"] != "none"]
     md, rst_text = "", ""
     if plain_rows or not encap_rows:
@@ -291,6 +381,21 @@ def main():
             lines, "Encapsulation on the west - east link (vlan: 802.1Q id 100; pppoe: a "
             "PPPoE session): guest instructions per packet (medians of every run of "
             f"{len(paths)} boot(s)); router columns per router, encapsulation included")
+    peer_lines, peer_js = peers(plain_rows)
+    if peer_lines:
+        md += ("\nThe module against every stock receive mode (whole path, instructions "
+               "per packet; GRO list: fraglist GRO, udpfwd: UDP GRO forwarding, at the "
+               "routers' receive):\n\n" + "\n".join(peer_lines) + "\n")
+        rst_text += "\n" + rst_table(
+            peer_lines, "The module against every stock receive mode: whole path, "
+            "generator to sink, guest instructions per packet (medians); the router "
+            "columns per router, for the least costly mode of each side, over the "
+            "GRO-off hops")
+    if misforwarded:
+        note = ("‡ every packet arrived, but not every one was forwarded right "
+                "(the sink's TTL range and bad IPv4 header checksums): " + "; ".join(misforwarded))
+        md += "\n" + note + "\n"
+        rst_text += "\n" + note + "\n"
     wall_js = None
     if wall:
         wall_js, wall_md, wall_rst = wall_report(wall)
@@ -300,7 +405,8 @@ def main():
     with open(f"{outdir}/results.json", "w", encoding="utf-8") as f:
         json.dump({"schema": 1, "meta": dict(meta, boots=len(paths),
                                             metric="guest instructions per packet (QEMU -icount shift=0)"),
-                   "points": points, "stock_over_bulk": ratios, "wall": wall_js},
+                   "points": points, "stock_over_bulk": ratios, "peers": peer_js,
+                   "wall": wall_js},
                   f, indent=2)
         f.write("\n")
     with open(f"{outdir}/results.md", "w", encoding="utf-8") as f:
@@ -313,6 +419,8 @@ def main():
             s = r["s"]
             vals = [s.get(c, {}).get("router") for c in FORWARDING]
             label = f"{r['link']}/gro-{r['gro']}/{r['qdisc']}/{r['flows']}fl/v{r['family']}"
+            if r["train"] != 1:
+                label += f"/train{r['train']}"
             if r["encap"] != "none":
                 label += f"/{r['encap']}"
             f.write(label + " " + " ".join("NaN" if v is None else f"{v:.1f}" for v in vals) + "\n")

@@ -291,17 +291,46 @@ topo_neigh_permanent() {
 	done
 }
 
-# topo_gro on|off: veth receives in NAPI mode (GRO on, and TSO off on the
-# sending peer so that nothing is aggregated on the way) or through the
-# per-CPU backlog (GRO off).
+# topo_gro on|off|list|udpfwd: veth receives in NAPI mode (GRO on, and TSO
+# off on the sending peer so that nothing is aggregated on the way) or
+# through the per-CPU backlog (GRO off). The two stock alternatives to the
+# module, GRO on and at the routers' receive devices (w0, e0):
+#   list    fraglist GRO (rx-gro-list), the RFC reviewers' proposal: a
+#           train of one flow's packets is forwarded as one skb
+#   udpfwd  UDP GRO forwarding (rx-udp-gro-forwarding): the train merged
+#           into one UDP GSO skb
+# and in both, no device sends those skbs on as they are (tx-gso-list,
+# tx-udp-segmentation off), as on a NIC without them: the router's transmit
+# segments them, and every link carries the packets the generator sent.
 topo_gro() {
-	local mode=$1 ns dev
+	local mode=$1 gro=on list=off udpfwd=off ns dev nd router
+	case "$mode" in
+	on) ;;
+	off) gro=off ;;
+	list) list=on ;;
+	udpfwd) udpfwd=on ;;
+	*) echo "topology.sh: unknown GRO mode $mode" >&2; return 2 ;;
+	esac
 	for nd in "$NS_SUNSET:s0" "$NS_WEST:w0" "$NS_WEST:w1" "$NS_EAST:e0" \
 		"$NS_EAST:e1" "$NS_SUNRISE:r0"; do
 		ns=${nd%%:*}
 		dev=${nd#*:}
-		ip netns exec "$ns" ethtool -K "$dev" gro "$mode" >/dev/null 2>&1 || true
+		router=off
+		case "$dev" in w0 | e0) router=on ;; esac
+		ip netns exec "$ns" ethtool -K "$dev" gro "$gro" >/dev/null 2>&1 || true
 		ip netns exec "$ns" ethtool -K "$dev" tso off >/dev/null 2>&1 || true
+		if [ "$list" = on ] || [ "$udpfwd" = on ]; then
+			ip netns exec "$ns" ethtool -K "$dev" tx-gso-list off \
+				tx-udp-segmentation off >/dev/null
+		fi
+		# Set both ways every time: the modes follow each other in one topology.
+		ip netns exec "$ns" ethtool -K "$dev" \
+			rx-gro-list "$([ "$router" = on ] && echo "$list" || echo off)" \
+			rx-udp-gro-forwarding "$([ "$router" = on ] && echo "$udpfwd" || echo off)" \
+			>/dev/null 2>&1 || [ "$list$udpfwd" = offoff ] || {
+			echo "topology.sh: $dev: GRO mode $mode not supported" >&2
+			return 1
+		}
 	done
 	return 0
 }
