@@ -137,6 +137,9 @@ struct nfb_rx {
 	u8	offset;		/* in-packet encapsulation bytes */
 	u8	layers;		/* encapsulation layers, tag in vlan_tci included */
 	u8	type;		/* enum nfb_encap */
+	/* Taken with the packet: its fraglist GRO segments (nfb_unbundle()). */
+	struct sk_buff	*segs;
+	unsigned int	nsegs;
 };
 
 /*
@@ -315,6 +318,106 @@ static bool nfb_tcp_fin_rst(const struct sk_buff *skb, unsigned int thoff)
 }
 
 /*
+ * Fraglist GRO (rx-gro-list) hands the hook a train of one flow's UDP
+ * packets as one skb: the first packet is the head, with the train's
+ * lengths in its headers (inet_gro_complete(), udp4_gro_complete()), and
+ * the others hang off its frag_list as they arrived, each with its own
+ * headers in front of its data (skb_gro_receive_list() pulled them, and
+ * set each one's network header). Taken whole, the train would be cut up
+ * again at transmit by skb_segment_list(), which copies the head's MAC
+ * header into every segment, recomputes each one's IP header checksum and
+ * rewrites its IP ID, and leaves each segment's TTL or hop limit as it
+ * came (6.1 and 6.12: nothing copies it from the head).
+ *
+ * Instead the train is taken apart here, once the flow has passed every
+ * check on the head: the head gets its own lengths back, the segments
+ * their headers, and each then gets the work of a packet that arrived
+ * alone (TTL, NAT, checksums, references), one lookup for all of them.
+ * They are queued in arrival order and leave in one bulk.
+ *
+ * Only what the checks on the head vouch for: UDP (a TCP segment may carry
+ * FIN or RST), no encapsulation, the head not cloned (its frag_list would be
+ * shared), no segment shared (another user holds it) or over @mtu, and each
+ * segment's headers where GRO left them, @hlen bytes of IP and UDP header
+ * before its data. Otherwise the train is taken whole, as before.
+ *
+ * Returns the segments, a list by ->next, or NULL.
+ */
+static struct sk_buff *nfb_unbundle(struct sk_buff *skb, unsigned int hlen,
+				    unsigned int mtu, unsigned int *nsegs)
+{
+	const unsigned int type = SKB_GSO_FRAGLIST | SKB_GSO_UDP_L4;
+	struct skb_shared_info *shinfo = skb_shinfo(skb);
+	unsigned int len = 0, truesize = 0, n = 0;
+	struct sk_buff *seg, *segs = shinfo->frag_list;
+	struct udphdr *uh;
+
+	if ((shinfo->gso_type & type) != type || !segs || skb_cloned(skb) ||
+	    skb_network_offset(skb))
+		return NULL;
+	for (seg = segs; seg; seg = seg->next) {
+		if (skb_shared(seg) || seg->len + hlen > mtu ||
+		    skb_network_offset(seg) != -(int)hlen)
+			return NULL;
+		len += seg->len;
+		truesize += seg->truesize;
+		n++;
+	}
+
+	shinfo->frag_list = NULL;
+	skb->len -= len;
+	skb->data_len -= len;
+	skb->truesize -= truesize;
+	skb_gso_reset(skb);
+
+	/* The head's own lengths: the checksums then hold again. */
+	if (skb->protocol == htons(ETH_P_IP)) {
+		struct iphdr *iph = ip_hdr(skb);
+		__be16 tot_len = htons(skb->len);
+
+		csum_replace2(&iph->check, iph->tot_len, tot_len);
+		iph->tot_len = tot_len;
+	} else {
+		ipv6_hdr(skb)->payload_len =
+			htons(skb->len - sizeof(struct ipv6hdr));
+	}
+	uh = (struct udphdr *)(skb->data + hlen - sizeof(*uh));
+	uh->len = htons(skb->len - hlen + sizeof(*uh));
+	/*
+	 * And its checksum state: completing the train counted one more
+	 * verified checksum on the head (__skb_incr_checksum_unnecessary()
+	 * in udp4_gro_complete()), the packets were merged only with the
+	 * state the head had before. Left at that, the next router's
+	 * fraglist GRO (udp_gro_receive_segment()) would refuse to merge
+	 * any packet with the head, and hold the head back behind them.
+	 */
+	if (skb->ip_summed == CHECKSUM_UNNECESSARY &&
+	    segs->ip_summed == CHECKSUM_UNNECESSARY)
+		skb->csum_level = segs->csum_level;
+
+	/*
+	 * The segments never went through __netif_receive_skb_core(), and
+	 * anything tc ingress set was set on the head: they take what
+	 * skb_segment_list() would have copied from it and transmit reads.
+	 */
+	for (seg = segs; seg; seg = seg->next) {
+		__skb_push(seg, hlen);
+		skb_set_transport_header(seg, hlen - sizeof(*uh));
+		seg->skb_iif = skb->skb_iif;
+		seg->mark = skb->mark;
+		seg->priority = skb->priority;
+		seg->protocol = skb->protocol;
+		seg->dev = skb->dev;
+		seg->queue_mapping = skb->queue_mapping;
+		seg->hash = skb->hash;
+		seg->l4_hash = skb->l4_hash;
+		seg->sw_hash = skb->sw_hash;
+	}
+	*nsegs = n;
+	return segs;
+}
+
+/*
  * Copy what transmit needs; the flow stays behind. As the stock hook does
  * (skb_dst_set_noref(), skb->dev = outdev), a NEIGH packet leaves with the
  * route attached and the output device as skb->dev; since it waits in a
@@ -433,6 +536,175 @@ static void nfb_nat_ip(const struct flow_offload *flow, struct sk_buff *skb,
 	}
 }
 
+/* IPv6 NAT: the address part of nf_flow_nat_ipv6(). */
+static void nfb_nat_ipv6_l4(struct sk_buff *skb, const struct ipv6hdr *ip6h,
+			    unsigned int thoff, const struct in6_addr *addr,
+			    const struct in6_addr *new_addr)
+{
+	struct tcphdr *tcph;
+	struct udphdr *udph;
+
+	switch (ip6h->nexthdr) {
+	case IPPROTO_TCP:
+		tcph = (void *)(skb_network_header(skb) + thoff);
+		inet_proto_csum_replace16(&tcph->check, skb, addr->s6_addr32,
+					  new_addr->s6_addr32, true);
+		break;
+	case IPPROTO_UDP:
+		udph = (void *)(skb_network_header(skb) + thoff);
+		if (udph->check || skb->ip_summed == CHECKSUM_PARTIAL) {
+			inet_proto_csum_replace16(&udph->check, skb,
+						  addr->s6_addr32,
+						  new_addr->s6_addr32, true);
+			if (!udph->check)
+				udph->check = CSUM_MANGLED_0;
+		}
+		break;
+	}
+}
+
+static void nfb_snat_ipv6(const struct flow_offload *flow,
+			  struct sk_buff *skb, struct ipv6hdr *ip6h,
+			  unsigned int thoff, enum flow_offload_tuple_dir dir)
+{
+	struct in6_addr addr, new_addr;
+
+	if (dir == FLOW_OFFLOAD_DIR_ORIGINAL) {
+		addr = ip6h->saddr;
+		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_REPLY].tuple.dst_v6;
+		ip6h->saddr = new_addr;
+	} else {
+		addr = ip6h->daddr;
+		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_ORIGINAL].tuple.src_v6;
+		ip6h->daddr = new_addr;
+	}
+	nfb_nat_ipv6_l4(skb, ip6h, thoff, &addr, &new_addr);
+}
+
+static void nfb_dnat_ipv6(const struct flow_offload *flow,
+			  struct sk_buff *skb, struct ipv6hdr *ip6h,
+			  unsigned int thoff, enum flow_offload_tuple_dir dir)
+{
+	struct in6_addr addr, new_addr;
+
+	if (dir == FLOW_OFFLOAD_DIR_ORIGINAL) {
+		addr = ip6h->daddr;
+		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_REPLY].tuple.src_v6;
+		ip6h->daddr = new_addr;
+	} else {
+		addr = ip6h->saddr;
+		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_ORIGINAL].tuple.dst_v6;
+		ip6h->saddr = new_addr;
+	}
+	nfb_nat_ipv6_l4(skb, ip6h, thoff, &addr, &new_addr);
+}
+
+static void nfb_nat_ipv6(const struct flow_offload *flow, struct sk_buff *skb,
+			 enum flow_offload_tuple_dir dir, struct ipv6hdr *ip6h)
+{
+	unsigned int thoff = sizeof(*ip6h);
+
+	if (test_bit(NF_FLOW_SNAT, &flow->flags)) {
+		nf_flow_snat_port(flow, skb, thoff, ip6h->nexthdr, dir);
+		nfb_snat_ipv6(flow, skb, ip6h, thoff, dir);
+	}
+	if (test_bit(NF_FLOW_DNAT, &flow->flags)) {
+		nf_flow_dnat_port(flow, skb, thoff, ip6h->nexthdr, dir);
+		nfb_dnat_ipv6(flow, skb, ip6h, thoff, dir);
+	}
+}
+
+/*
+ * The per-packet work of a taken IPv4 packet, past every check: NAT, TTL,
+ * accounting, and what transmit needs (@out; @nexthop for a route).
+ */
+static __always_inline void nfb_ipv4_apply(struct nfb_net *nn,
+					   struct nf_flowtable *ft,
+					   struct sk_buff *skb,
+					   const struct flow_offload *flow,
+					   enum flow_offload_tuple_dir dir,
+					   unsigned int thoff,
+					   const struct nfb_out *out,
+					   __be32 nexthop)
+{
+	struct iphdr *iph = ip_hdr(skb);
+
+	nfb_nat_ip(flow, skb, thoff, dir, iph);
+
+	ip_decrease_ttl(iph);
+	skb_clear_tstamp(skb);
+
+	if (ft->flags & NF_FLOWTABLE_COUNTER)
+		nf_ct_acct_update(flow->ct, dir, skb->len);
+
+	nfb_prepare(skb, nn, out, flow, dir, ipv4_get_dsfield(iph));
+	if (out->dst)
+		NFB_CB(skb)->nexthop.v4 = nexthop;
+}
+
+static __always_inline void nfb_ipv6_apply(struct nfb_net *nn,
+					   struct nf_flowtable *ft,
+					   struct sk_buff *skb,
+					   const struct flow_offload *flow,
+					   enum flow_offload_tuple_dir dir,
+					   const struct nfb_out *out,
+					   const struct in6_addr *nexthop)
+{
+	struct ipv6hdr *ip6h = ipv6_hdr(skb);
+
+	nfb_nat_ipv6(flow, skb, dir, ip6h);
+
+	ip6h->hop_limit--;
+	skb_clear_tstamp(skb);
+
+	if (ft->flags & NF_FLOWTABLE_COUNTER)
+		nf_ct_acct_update(flow->ct, dir, skb->len);
+
+	nfb_prepare(skb, nn, out, flow, dir, ipv6_get_dsfield(ip6h));
+	if (out->dst)
+		NFB_CB(skb)->nexthop.v6 = *nexthop;
+}
+
+/*
+ * The unbundled segments of a taken train (nfb_unbundle()), each treated
+ * as the head was. A route is referenced once per packet; the head's
+ * reference, taken by dst_hold_safe(), keeps it above zero meanwhile. A
+ * segment that cannot be made writable is dropped and counted: the train
+ * is past the point where any of it could go back to the stock path.
+ */
+static noinline void nfb_segs_apply(struct nfb_net *nn,
+				    struct nf_flowtable *ft,
+				    struct nfb_rx *rx,
+				    const struct flow_offload *flow,
+				    enum flow_offload_tuple_dir dir,
+				    unsigned int hlen,
+				    const struct nfb_out *out,
+				    const void *nexthop)
+{
+	struct sk_buff *seg, *next, **tail = &rx->segs;
+
+	for (seg = rx->segs; seg; seg = next) {
+		next = seg->next;
+		seg->next = NULL;
+		if (unlikely(skb_try_make_writable(seg, hlen))) {
+			nfb_count_drop(nn, NFB_DROP_NOMEM);
+			kfree_skb(seg);
+			rx->nsegs--;
+			continue;
+		}
+		if (out->dst)
+			dst_hold(out->dst);
+		if (seg->protocol == htons(ETH_P_IP))
+			nfb_ipv4_apply(nn, ft, seg, flow, dir,
+				       hlen - sizeof(struct udphdr), out,
+				       *(const __be32 *)nexthop);
+		else
+			nfb_ipv6_apply(nn, ft, seg, flow, dir, out, nexthop);
+		*tail = seg;
+		tail = &seg->next;
+	}
+}
+
 /*
  * Inlined into the hook, as nfb_ipv6() and nfb_prepare(): out of line,
  * each call paid its own prologue, stack canary and epilogue on every
@@ -442,7 +714,7 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 				    struct nf_flowtable *ft,
 				    struct sk_buff *skb,
 				    const struct nf_hook_state *state,
-				    const struct nfb_rx *rx)
+				    struct nfb_rx *rx)
 {
 	struct flow_offload_tuple_rhash *tuplehash;
 	struct flow_offload_tuple tuple __uninitialized;
@@ -453,7 +725,7 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 	struct nfb_out out;
 	struct rtable *rt;
 	struct iphdr *iph;
-	__be32 nexthop;
+	__be32 nexthop = 0;
 	int ret;
 
 	if (!pskb_may_pull(skb, sizeof(*iph) + offset))
@@ -550,118 +822,34 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 		nfb_encap_pop(skb, rx);
 	thoff -= offset;
 
-	iph = ip_hdr(skb);
-	nfb_nat_ip(flow, skb, thoff, dir, iph);
-
-	ip_decrease_ttl(iph);
-	skb_clear_tstamp(skb);
-
-	if (ft->flags & NF_FLOWTABLE_COUNTER)
-		nf_ct_acct_update(flow->ct, dir, skb->len);
-
 	if (rt) {
 		nexthop = rt_nexthop(rt,
 				     flow->tuplehash[!dir].tuple.src_v4.s_addr);
 		out.dev = rt->dst.dev;
 		out.dst = &rt->dst;
 		out.xmit = NFB_XMIT_NEIGH;
-		nfb_prepare(skb, nn, &out, flow, dir, ipv4_get_dsfield(iph));
-		NFB_CB(skb)->nexthop.v4 = nexthop;
-	} else {
-		nfb_prepare(skb, nn, &out, flow, dir, ipv4_get_dsfield(iph));
 	}
+	if (unlikely(skb_is_gso(skb)) && !rx->layers)
+		rx->segs = nfb_unbundle(skb, thoff + hdrsize,
+					tuplehash->tuple.mtu, &rx->nsegs);
+	nfb_ipv4_apply(nn, ft, skb, flow, dir, thoff, &out, nexthop);
+	if (unlikely(rx->segs))
+		nfb_segs_apply(nn, ft, rx, flow, dir, thoff + hdrsize, &out,
+			       &nexthop);
 
 	return NFB_TAKEN;
-}
-
-/* IPv6 NAT: the address part of nf_flow_nat_ipv6(). */
-static void nfb_nat_ipv6_l4(struct sk_buff *skb, const struct ipv6hdr *ip6h,
-			    unsigned int thoff, const struct in6_addr *addr,
-			    const struct in6_addr *new_addr)
-{
-	struct tcphdr *tcph;
-	struct udphdr *udph;
-
-	switch (ip6h->nexthdr) {
-	case IPPROTO_TCP:
-		tcph = (void *)(skb_network_header(skb) + thoff);
-		inet_proto_csum_replace16(&tcph->check, skb, addr->s6_addr32,
-					  new_addr->s6_addr32, true);
-		break;
-	case IPPROTO_UDP:
-		udph = (void *)(skb_network_header(skb) + thoff);
-		if (udph->check || skb->ip_summed == CHECKSUM_PARTIAL) {
-			inet_proto_csum_replace16(&udph->check, skb,
-						  addr->s6_addr32,
-						  new_addr->s6_addr32, true);
-			if (!udph->check)
-				udph->check = CSUM_MANGLED_0;
-		}
-		break;
-	}
-}
-
-static void nfb_snat_ipv6(const struct flow_offload *flow,
-			  struct sk_buff *skb, struct ipv6hdr *ip6h,
-			  unsigned int thoff, enum flow_offload_tuple_dir dir)
-{
-	struct in6_addr addr, new_addr;
-
-	if (dir == FLOW_OFFLOAD_DIR_ORIGINAL) {
-		addr = ip6h->saddr;
-		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_REPLY].tuple.dst_v6;
-		ip6h->saddr = new_addr;
-	} else {
-		addr = ip6h->daddr;
-		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_ORIGINAL].tuple.src_v6;
-		ip6h->daddr = new_addr;
-	}
-	nfb_nat_ipv6_l4(skb, ip6h, thoff, &addr, &new_addr);
-}
-
-static void nfb_dnat_ipv6(const struct flow_offload *flow,
-			  struct sk_buff *skb, struct ipv6hdr *ip6h,
-			  unsigned int thoff, enum flow_offload_tuple_dir dir)
-{
-	struct in6_addr addr, new_addr;
-
-	if (dir == FLOW_OFFLOAD_DIR_ORIGINAL) {
-		addr = ip6h->daddr;
-		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_REPLY].tuple.src_v6;
-		ip6h->daddr = new_addr;
-	} else {
-		addr = ip6h->saddr;
-		new_addr = flow->tuplehash[FLOW_OFFLOAD_DIR_ORIGINAL].tuple.dst_v6;
-		ip6h->saddr = new_addr;
-	}
-	nfb_nat_ipv6_l4(skb, ip6h, thoff, &addr, &new_addr);
-}
-
-static void nfb_nat_ipv6(const struct flow_offload *flow, struct sk_buff *skb,
-			 enum flow_offload_tuple_dir dir, struct ipv6hdr *ip6h)
-{
-	unsigned int thoff = sizeof(*ip6h);
-
-	if (test_bit(NF_FLOW_SNAT, &flow->flags)) {
-		nf_flow_snat_port(flow, skb, thoff, ip6h->nexthdr, dir);
-		nfb_snat_ipv6(flow, skb, ip6h, thoff, dir);
-	}
-	if (test_bit(NF_FLOW_DNAT, &flow->flags)) {
-		nf_flow_dnat_port(flow, skb, thoff, ip6h->nexthdr, dir);
-		nfb_dnat_ipv6(flow, skb, ip6h, thoff, dir);
-	}
 }
 
 static __always_inline int nfb_ipv6(struct nfb_net *nn,
 				    struct nf_flowtable *ft,
 				    struct sk_buff *skb,
 				    const struct nf_hook_state *state,
-				    const struct nfb_rx *rx)
+				    struct nfb_rx *rx)
 {
 	struct flow_offload_tuple_rhash *tuplehash;
 	struct flow_offload_tuple tuple __uninitialized;
 	unsigned int thoff, hdrsize, offset = rx->offset;
-	const struct in6_addr *nexthop;
+	const struct in6_addr *nexthop = NULL;
 	enum flow_offload_tuple_dir dir;
 	struct flow_offload *flow;
 	struct flow_ports *ports;
@@ -757,25 +945,19 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	if (rx->layers)
 		nfb_encap_pop(skb, rx);
 
-	ip6h = ipv6_hdr(skb);
-	nfb_nat_ipv6(flow, skb, dir, ip6h);
-
-	ip6h->hop_limit--;
-	skb_clear_tstamp(skb);
-
-	if (ft->flags & NF_FLOWTABLE_COUNTER)
-		nf_ct_acct_update(flow->ct, dir, skb->len);
-
 	if (rt) {
 		nexthop = rt6_nexthop(rt, &flow->tuplehash[!dir].tuple.src_v6);
 		out.dev = rt->dst.dev;
 		out.dst = &rt->dst;
 		out.xmit = NFB_XMIT_NEIGH;
-		nfb_prepare(skb, nn, &out, flow, dir, ipv6_get_dsfield(ip6h));
-		NFB_CB(skb)->nexthop.v6 = *nexthop;
-	} else {
-		nfb_prepare(skb, nn, &out, flow, dir, ipv6_get_dsfield(ip6h));
 	}
+	if (unlikely(skb_is_gso(skb)) && !rx->layers)
+		rx->segs = nfb_unbundle(skb, thoff + hdrsize,
+					tuplehash->tuple.mtu, &rx->nsegs);
+	nfb_ipv6_apply(nn, ft, skb, flow, dir, &out, nexthop);
+	if (unlikely(rx->segs))
+		nfb_segs_apply(nn, ft, rx, flow, dir, thoff + hdrsize, &out,
+			       nexthop);
 
 	return NFB_TAKEN;
 }
@@ -792,7 +974,7 @@ unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
 	struct nfb_net *nn = h->nn;
 	struct nf_flowtable *ft;
 	nf_hookfn *ftfn = NULL;
-	struct nfb_rx rx;
+	struct nfb_rx rx = {};
 	int ret;
 
 	if (!READ_ONCE(nn->enable)) {
@@ -838,8 +1020,16 @@ unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
 	if (ret != NFB_TAKEN)
 		goto decline;
 
-	this_cpu_inc(nn->stats->taken[rx.type][NFB_CB(skb)->xmit]);
+	this_cpu_add(nn->stats->taken[rx.type][NFB_CB(skb)->xmit],
+		     1 + rx.nsegs);
 	nfb_enqueue(skb);
+	while (unlikely(rx.segs)) {
+		struct sk_buff *seg = rx.segs;
+
+		rx.segs = seg->next;
+		seg->next = NULL;
+		nfb_enqueue(seg);
+	}
 	return NF_STOLEN;
 
 decline:
