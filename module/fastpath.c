@@ -522,7 +522,8 @@ static void nfb_dnat_ip(const struct flow_offload *flow, struct sk_buff *skb,
 	nfb_nat_ip_l4(skb, iph, thoff, addr, new_addr);
 }
 
-static void nfb_nat_ip(const struct flow_offload *flow, struct sk_buff *skb,
+static __always_inline void nfb_nat_ip(const struct flow_offload *flow,
+				       struct sk_buff *skb,
 		       unsigned int thoff, enum flow_offload_tuple_dir dir,
 		       struct iphdr *iph)
 {
@@ -599,7 +600,8 @@ static void nfb_dnat_ipv6(const struct flow_offload *flow,
 	nfb_nat_ipv6_l4(skb, ip6h, thoff, &addr, &new_addr);
 }
 
-static void nfb_nat_ipv6(const struct flow_offload *flow, struct sk_buff *skb,
+static __always_inline void nfb_nat_ipv6(const struct flow_offload *flow,
+					 struct sk_buff *skb,
 			 enum flow_offload_tuple_dir dir, struct ipv6hdr *ip6h)
 {
 	unsigned int thoff = sizeof(*ip6h);
@@ -615,73 +617,26 @@ static void nfb_nat_ipv6(const struct flow_offload *flow, struct sk_buff *skb,
 }
 
 /*
- * The per-packet work of a taken IPv4 packet, past every check: NAT, TTL,
- * accounting, and what transmit needs (@out; @nexthop for a route).
- */
-static __always_inline void nfb_ipv4_apply(struct nfb_net *nn,
-					   struct nf_flowtable *ft,
-					   struct sk_buff *skb,
-					   const struct flow_offload *flow,
-					   enum flow_offload_tuple_dir dir,
-					   unsigned int thoff,
-					   const struct nfb_out *out,
-					   __be32 nexthop)
-{
-	struct iphdr *iph = ip_hdr(skb);
-
-	nfb_nat_ip(flow, skb, thoff, dir, iph);
-
-	ip_decrease_ttl(iph);
-	skb_clear_tstamp(skb);
-
-	if (ft->flags & NF_FLOWTABLE_COUNTER)
-		nf_ct_acct_update(flow->ct, dir, skb->len);
-
-	nfb_prepare(skb, nn, out, flow, dir, ipv4_get_dsfield(iph));
-	if (out->dst)
-		NFB_CB(skb)->nexthop.v4 = nexthop;
-}
-
-static __always_inline void nfb_ipv6_apply(struct nfb_net *nn,
-					   struct nf_flowtable *ft,
-					   struct sk_buff *skb,
-					   const struct flow_offload *flow,
-					   enum flow_offload_tuple_dir dir,
-					   const struct nfb_out *out,
-					   const struct in6_addr *nexthop)
-{
-	struct ipv6hdr *ip6h = ipv6_hdr(skb);
-
-	nfb_nat_ipv6(flow, skb, dir, ip6h);
-
-	ip6h->hop_limit--;
-	skb_clear_tstamp(skb);
-
-	if (ft->flags & NF_FLOWTABLE_COUNTER)
-		nf_ct_acct_update(flow->ct, dir, skb->len);
-
-	nfb_prepare(skb, nn, out, flow, dir, ipv6_get_dsfield(ip6h));
-	if (out->dst)
-		NFB_CB(skb)->nexthop.v6 = *nexthop;
-}
-
-/*
- * The unbundled segments of a taken train (nfb_unbundle()), each treated
- * as the head was. A route is referenced once per packet; the head's
- * reference, taken by dst_hold_safe(), keeps it above zero meanwhile. A
- * segment that cannot be made writable is dropped and counted: the train
- * is past the point where any of it could go back to the stock path.
+ * The packets of a taken train after its head (nfb_unbundle()), each
+ * given the work the head got: NAT, TTL or hop limit, accounting, and what
+ * transmit needs, the head's control block with a reference of its own on
+ * the route (NEIGH: the head's reference, taken by dst_hold_safe(), keeps
+ * it above zero meanwhile) and on the output device. Out of line, and
+ * called only for a train, so that the hook's code for every other packet
+ * stays as it was. A packet that cannot be made writable is dropped and
+ * counted: the train is past the point where any of it could go back to
+ * the stock path.
  */
 static noinline void nfb_segs_apply(struct nfb_net *nn,
 				    struct nf_flowtable *ft,
 				    struct nfb_rx *rx,
 				    const struct flow_offload *flow,
 				    enum flow_offload_tuple_dir dir,
-				    unsigned int hlen,
-				    const struct nfb_out *out,
-				    const void *nexthop)
+				    unsigned int thoff, unsigned int hlen,
+				    const struct sk_buff *head)
 {
 	struct sk_buff *seg, *next, **tail = &rx->segs;
+	const struct nfb_cb *cb = NFB_CB(head);
 
 	for (seg = rx->segs; seg; seg = next) {
 		next = seg->next;
@@ -692,14 +647,25 @@ static noinline void nfb_segs_apply(struct nfb_net *nn,
 			rx->nsegs--;
 			continue;
 		}
-		if (out->dst)
-			dst_hold(out->dst);
-		if (seg->protocol == htons(ETH_P_IP))
-			nfb_ipv4_apply(nn, ft, seg, flow, dir,
-				       hlen - sizeof(struct udphdr), out,
-				       *(const __be32 *)nexthop);
-		else
-			nfb_ipv6_apply(nn, ft, seg, flow, dir, out, nexthop);
+		if (seg->protocol == htons(ETH_P_IP)) {
+			nfb_nat_ip(flow, seg, thoff, dir, ip_hdr(seg));
+			ip_decrease_ttl(ip_hdr(seg));
+		} else {
+			nfb_nat_ipv6(flow, seg, dir, ipv6_hdr(seg));
+			ipv6_hdr(seg)->hop_limit--;
+		}
+		skb_clear_tstamp(seg);
+		if (ft->flags & NF_FLOWTABLE_COUNTER)
+			nf_ct_acct_update(flow->ct, dir, seg->len);
+		if (cb->xmit == NFB_XMIT_NEIGH) {
+			dst_hold(skb_dst(head));
+			skb_dst_set(seg, skb_dst(head));
+		} else {
+			skb_dst_force(seg);
+		}
+		dev_hold(head->dev);
+		seg->dev = head->dev;
+		*NFB_CB(seg) = *cb;
 		*tail = seg;
 		tail = &seg->next;
 	}
@@ -725,7 +691,7 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 	struct nfb_out out;
 	struct rtable *rt;
 	struct iphdr *iph;
-	__be32 nexthop = 0;
+	__be32 nexthop;
 	int ret;
 
 	if (!pskb_may_pull(skb, sizeof(*iph) + offset))
@@ -822,20 +788,34 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 		nfb_encap_pop(skb, rx);
 	thoff -= offset;
 
+	if (unlikely(skb_is_gso(skb)) && !rx->layers)
+		rx->segs = nfb_unbundle(skb, thoff + hdrsize,
+					tuplehash->tuple.mtu, &rx->nsegs);
+
+	iph = ip_hdr(skb);
+	nfb_nat_ip(flow, skb, thoff, dir, iph);
+
+	ip_decrease_ttl(iph);
+	skb_clear_tstamp(skb);
+
+	if (ft->flags & NF_FLOWTABLE_COUNTER)
+		nf_ct_acct_update(flow->ct, dir, skb->len);
+
 	if (rt) {
 		nexthop = rt_nexthop(rt,
 				     flow->tuplehash[!dir].tuple.src_v4.s_addr);
 		out.dev = rt->dst.dev;
 		out.dst = &rt->dst;
 		out.xmit = NFB_XMIT_NEIGH;
+		nfb_prepare(skb, nn, &out, flow, dir, ipv4_get_dsfield(iph));
+		NFB_CB(skb)->nexthop.v4 = nexthop;
+	} else {
+		nfb_prepare(skb, nn, &out, flow, dir, ipv4_get_dsfield(iph));
 	}
-	if (unlikely(skb_is_gso(skb)) && !rx->layers)
-		rx->segs = nfb_unbundle(skb, thoff + hdrsize,
-					tuplehash->tuple.mtu, &rx->nsegs);
-	nfb_ipv4_apply(nn, ft, skb, flow, dir, thoff, &out, nexthop);
+
 	if (unlikely(rx->segs))
-		nfb_segs_apply(nn, ft, rx, flow, dir, thoff + hdrsize, &out,
-			       &nexthop);
+		nfb_segs_apply(nn, ft, rx, flow, dir, thoff, thoff + hdrsize,
+			       skb);
 
 	return NFB_TAKEN;
 }
@@ -849,7 +829,7 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	struct flow_offload_tuple_rhash *tuplehash;
 	struct flow_offload_tuple tuple __uninitialized;
 	unsigned int thoff, hdrsize, offset = rx->offset;
-	const struct in6_addr *nexthop = NULL;
+	const struct in6_addr *nexthop;
 	enum flow_offload_tuple_dir dir;
 	struct flow_offload *flow;
 	struct flow_ports *ports;
@@ -945,19 +925,33 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	if (rx->layers)
 		nfb_encap_pop(skb, rx);
 
+	if (unlikely(skb_is_gso(skb)) && !rx->layers)
+		rx->segs = nfb_unbundle(skb, thoff + hdrsize,
+					tuplehash->tuple.mtu, &rx->nsegs);
+
+	ip6h = ipv6_hdr(skb);
+	nfb_nat_ipv6(flow, skb, dir, ip6h);
+
+	ip6h->hop_limit--;
+	skb_clear_tstamp(skb);
+
+	if (ft->flags & NF_FLOWTABLE_COUNTER)
+		nf_ct_acct_update(flow->ct, dir, skb->len);
+
 	if (rt) {
 		nexthop = rt6_nexthop(rt, &flow->tuplehash[!dir].tuple.src_v6);
 		out.dev = rt->dst.dev;
 		out.dst = &rt->dst;
 		out.xmit = NFB_XMIT_NEIGH;
+		nfb_prepare(skb, nn, &out, flow, dir, ipv6_get_dsfield(ip6h));
+		NFB_CB(skb)->nexthop.v6 = *nexthop;
+	} else {
+		nfb_prepare(skb, nn, &out, flow, dir, ipv6_get_dsfield(ip6h));
 	}
-	if (unlikely(skb_is_gso(skb)) && !rx->layers)
-		rx->segs = nfb_unbundle(skb, thoff + hdrsize,
-					tuplehash->tuple.mtu, &rx->nsegs);
-	nfb_ipv6_apply(nn, ft, skb, flow, dir, &out, nexthop);
+
 	if (unlikely(rx->segs))
-		nfb_segs_apply(nn, ft, rx, flow, dir, thoff + hdrsize, &out,
-			       nexthop);
+		nfb_segs_apply(nn, ft, rx, flow, dir, sizeof(*ip6h),
+			       thoff + hdrsize, skb);
 
 	return NFB_TAKEN;
 }
