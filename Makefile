@@ -9,6 +9,8 @@
 #   make check-series    .ci/run RUNS times (5), each in a new clone of HEAD
 #   make demo            the demo: VM, topology, traffic, side-by-side figures
 #   make bench           the full benchmark matrix
+#   make bench-peers     the module against the stock alternatives (fraglist
+#                        GRO, UDP GRO forwarding, GRO off), published
 #   make setup           install what the build, tests and demo need (apt-get)
 #   make install         module into /lib/modules/KVER/updates (depmod), tool,
 #                        man page, completion, examples under PREFIX; DESTDIR
@@ -40,7 +42,7 @@ EXAMPLES := packaging/modprobe.d/nf_flow_bulk.conf \
 	packaging/sysctl.d/90-nf_flow_bulk.conf \
 	packaging/modules-load.d/nf_flow_bulk.conf
 
-.PHONY: all module bench-module modules-all userspace check check-install check-debug check-series demo bench setup clean help
+.PHONY: all module bench-module modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
 .PHONY: install uninstall install-module uninstall-module install-userspace uninstall-userspace
 .PHONY: dkms dkms-source dkms-uninstall
 
@@ -155,6 +157,9 @@ demo:
 
 bench:
 	tools/bench/run
+
+bench-peers:
+	tools/bench/run --peers --boots 2 --jobs 2 --publish
 
 setup:
 	tools/setup
