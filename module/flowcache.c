@@ -44,6 +44,20 @@
 #include "nfb.h"
 
 #define NFB_FC_SLOTS	32
+/*
+ * The hit-rate gate: of every NFB_FC_WINDOW lookups through the cache,
+ * fewer than NFB_FC_MIN_HITS hits send the next NFB_FC_BYPASS lookups
+ * straight to flow_offload_lookup(). Many flows interleaved (100
+ * round-robin flows in bursts of 32) hit about never: each lookup then
+ * paid the cache's bookkeeping (the epoch, the slot hash, the compare, the
+ * fill; about 55 instructions per packet and router) for nothing. A window
+ * is taken again after each bypass, so the cache comes back when the
+ * traffic changes. Only speed depends on it: a bypassed lookup is the
+ * stock one.
+ */
+#define NFB_FC_WINDOW	64
+#define NFB_FC_MIN_HITS	8
+#define NFB_FC_BYPASS	1024
 #define NFB_FC_WORDS	(NFB_TUPLE_KEY_BYTES / sizeof(unsigned long))
 
 /*
@@ -152,6 +166,9 @@ struct nfb_fc_entry {
 
 struct nfb_fc {
 	struct nfb_fc_entry	slot[NFB_FC_SLOTS];
+	u16			bypass;	/* lookups left past the cache */
+	u8			probes;	/* lookups in this window */
+	u8			hits;	/* hits in this window */
 };
 
 static DEFINE_PER_CPU(struct nfb_fc, nfb_fc);
@@ -208,6 +225,7 @@ struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
 	const unsigned long *key = (const unsigned long *)tuple;
 	struct flow_offload_tuple_rhash *th;
 	struct nfb_fc_entry *e;
+	struct nfb_fc *fc;
 	u64 epoch;
 
 	BUILD_BUG_ON(NFB_TUPLE_KEY_BYTES % sizeof(unsigned long) ||
@@ -217,12 +235,26 @@ struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
 	if (!in_serving_softirq())
 		return flow_offload_lookup(ft, tuple);
 
+	fc = this_cpu_ptr(&nfb_fc);
+	if (unlikely(fc->bypass)) {
+		fc->bypass--;
+		return flow_offload_lookup(ft, tuple);
+	}
+	if (unlikely(++fc->probes == NFB_FC_WINDOW)) {
+		if (fc->hits < NFB_FC_MIN_HITS)
+			fc->bypass = NFB_FC_BYPASS;
+		fc->probes = 0;
+		fc->hits = 0;
+	}
+
 	epoch = nfb_fc_epoch();
-	e = &this_cpu_ptr(&nfb_fc)->slot[nfb_fc_slot(key)];
+	e = &fc->slot[nfb_fc_slot(key)];
 	if (e->th && e->epoch == epoch && e->ft == ft &&
 	    !nfb_diff_words(e->key, key, NFB_FC_WORDS) &&
-	    likely(nfb_fc_usable(e->th)))
+	    likely(nfb_fc_usable(e->th))) {
+		fc->hits++;
 		return e->th;
+	}
 
 	th = flow_offload_lookup(ft, tuple);
 	e->th = th;
