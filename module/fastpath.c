@@ -399,6 +399,8 @@ static struct sk_buff *nfb_unbundle(struct sk_buff *skb, unsigned int hlen,
 	 * The segments never went through __netif_receive_skb_core(), and
 	 * anything tc ingress set was set on the head: they take what
 	 * skb_segment_list() would have copied from it and transmit reads.
+	 * Their protocol is their own (GRO merges only one), their device
+	 * is set with their references (nfb_segs_apply()).
 	 */
 	for (seg = segs; seg; seg = seg->next) {
 		__skb_push(seg, hlen);
@@ -406,8 +408,6 @@ static struct sk_buff *nfb_unbundle(struct sk_buff *skb, unsigned int hlen,
 		seg->skb_iif = skb->skb_iif;
 		seg->mark = skb->mark;
 		seg->priority = skb->priority;
-		seg->protocol = skb->protocol;
-		seg->dev = skb->dev;
 		seg->queue_mapping = skb->queue_mapping;
 		seg->hash = skb->hash;
 		seg->l4_hash = skb->l4_hash;
