@@ -63,6 +63,11 @@ PEERS = [("stock", "on"), ("stock", "off"), ("stock", "list"), ("stock", "udpfwd
 ENCAPS = ["none", "vlan", "pppoe"]
 
 
+def router_cost(total, drop_west, gen_alone):
+    """Per router: the total less the generator and three hops (module docstring)."""
+    return (total - 3 * drop_west + 2 * gen_alone) / 2
+
+
 def load(paths):
     runs = defaultdict(list)
     meta = {}
@@ -211,7 +216,7 @@ def main():
         drop = s.get("drop-west", {}).get("median")
         for c, v in s.items():
             if c in FORWARDING and base and drop and "median" in v:
-                v["router"] = (v["median"] - 3 * drop + 2 * base) / 2
+                v["router"] = router_cost(v["median"], drop, base)
             where = dict(link=g[0], gro=g[1], qdisc=g[2], flows=g[3], family=g[4],
                          train=g[TRAIN])
             if encap != "none":
@@ -345,7 +350,7 @@ def main():
             for side, b in (("stock", st), ("bulk", bk)):
                 if b is not None and k in off_base:
                     base, drop = off_base[k]
-                    routers[side] = (b[0] - 3 * drop + 2 * base) / 2
+                    routers[side] = router_cost(b[0], drop, base)
                 cells.append(f"{routers[side]:.0f}" if side in routers else "—")
             if routers.get("bulk", 0) > 0 and "stock" in routers:
                 cells.append(f"{routers['stock'] / routers['bulk']:.2f}x")
