@@ -38,9 +38,6 @@
 
 #include "nfb.h"
 
-/* Devices of one flowtable we handle in one scan. */
-#define NFB_MAX_DEVS	256
-
 struct nfb_found {
 	struct net_device	*dev;
 	const void		*cookie;
@@ -59,12 +56,17 @@ static bool nfb_ft_matches(const struct nfb_attach *a,
 	       !strcmp(nft->name, a->name);
 }
 
-/* Where the flowtable of @a hooks in now. Caller holds RTNL. */
-static int nfb_find(struct net *net, const struct nfb_attach *a,
-		    struct nfb_found *out)
+/*
+ * Where the flowtable of @a hooks in now: the first @max devices go to
+ * @out (none when @out is NULL); returns how many there are. A flowtable
+ * can have any number of devices (nf_tables takes at most 256 per request,
+ * but an update adds more). Caller holds RTNL.
+ */
+static unsigned int nfb_find(struct net *net, const struct nfb_attach *a,
+			     struct nfb_found *out, unsigned int max)
 {
 	struct net_device *dev;
-	int n = 0;
+	unsigned int n = 0;
 
 	ASSERT_RTNL();
 	rcu_read_lock();
@@ -89,15 +91,15 @@ static int nfb_find(struct net *net, const struct nfb_attach *a,
 			}
 			if (!nfb_ft_matches(a, e->hooks[i].priv))
 				continue;
-			out[n].dev = dev;
-			out[n].cookie = e->hooks[i].priv;
-			out[n].entries = e;
-			out[n].priority = ops[i]->priority;
+			if (out && n < max) {
+				out[n].dev = dev;
+				out[n].cookie = e->hooks[i].priv;
+				out[n].entries = e;
+				out[n].priority = ops[i]->priority;
+			}
 			n++;
 			break;
 		}
-		if (n == NFB_MAX_DEVS)
-			break;
 	}
 	rcu_read_unlock();
 	return n;
@@ -204,17 +206,26 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 {
 	struct nfb_hook *h, *tmp;
 	struct nfb_found *found;
+	unsigned int i, n, max;
 	LIST_HEAD(keep);
-	int i, n, err = 0;
-
-	found = kcalloc(NFB_MAX_DEVS, sizeof(*found), GFP_KERNEL);
-	if (!found)
-		return -ENOMEM;
+	bool partial;
+	int err = 0;
 
 	a->scans++;
 	list_for_each_entry(h, &a->hooks, list)
 		h->scan_seen = rcu_access_pointer(h->dev->nf_hooks_ingress);
-	n = nfb_find(a->nn->net, a, found);
+	/*
+	 * Count, then fill. Devices cannot come or go under RTNL, but
+	 * nf_tables adds hooks under its own mutex: a flowtable that grew
+	 * between the two walks is handled up to what was counted, and the
+	 * rest at the next scan: the attachment stays unsettled, so it is
+	 * polled (no packet of the new devices reaches a hook of ours to ask).
+	 */
+	max = nfb_find(a->nn->net, a, NULL, 0);
+	found = max ? kvcalloc(max, sizeof(*found), GFP_KERNEL) : NULL;
+	if (max && !found)
+		return -ENOMEM;
+	n = max ? nfb_find(a->nn->net, a, found, max) : 0;
 	if (!n) {
 		/*
 		 * The flowtable is gone (or not yet back): the hooks stay and
@@ -222,9 +233,11 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 		 */
 		list_for_each_entry(h, &a->hooks, list)
 			nfb_hook_mark_seen(h);
-		kfree(found);
+		kvfree(found);
 		return -ENOENT;
 	}
+	partial = n > max;
+	n = min(n, max);
 
 	for (i = 0; i < n; i++) {
 		struct nfb_found *f = &found[i];
@@ -253,7 +266,7 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 	 * half (un)registered: a hook goes only after three scans in a row
 	 * missed it. Until then it declines and asks for rescans.
 	 */
-	a->unsettled = false;
+	a->unsettled = partial;
 	list_for_each_entry(h, &keep, list)
 		h->missing = 0;
 	list_for_each_entry_safe(h, tmp, &a->hooks, list) {
@@ -266,7 +279,7 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 		list_move_tail(&h->list, &keep);
 	}
 	list_splice(&keep, &a->hooks);
-	kfree(found);
+	kvfree(found);
 	return err;
 }
 

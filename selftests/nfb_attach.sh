@@ -111,6 +111,28 @@ done
 check "detach ip fp2 ft2" fp_genl "$R" detach ip fp2 ft2
 expect_err ENOENT "not attached" detach ip fp2 ft2
 
+# A flowtable of 300 devices: nf_tables takes at most 256 per request, so
+# it is created with 255 and grows by an update. Every device gets the
+# module's hook (an earlier module stopped at 256, silently).
+for i in $(seq 0 299); do echo "link add d$i type dummy"; done >"$FP_TMP/big.ip"
+ip -n "$R" -b "$FP_TMP/big.ip"
+big_devs() { seq -f "d%g" "$1" "$2" | paste -sd, -; }
+ip netns exec "$R" nft "add table inet big"
+ip netns exec "$R" nft "add flowtable inet big ft { hook ingress priority 5; devices = { $(big_devs 0 254) }; }"
+ip netns exec "$R" nft "add flowtable inet big ft { hook ingress priority 5; devices = { $(big_devs 255 299) }; }"
+check "300-device flowtable: nft lists 300 devices" test "$(ip netns exec "$R" nft -j list flowtable inet big ft |
+	python3 -c 'import json,sys; print(len(json.load(sys.stdin)["nftables"][1]["flowtable"]["dev"]))')" = 300
+check "attach inet big ft (300 devices)" fp_genl "$R" attach inet big ft
+check "300-device flowtable: hooked on every device" python3 -c '
+import json, sys
+a = [x for x in json.loads(sys.argv[1]) if x["table"] == "big"]
+assert len(a) == 1, a
+devs = a[0]["devices"]
+assert sorted(devs) == sorted("d%d" % i for i in range(300)), (len(devs), devs[-3:])
+' "$(fp_genl "$R" list)"
+check "detach inet big ft" fp_genl "$R" detach inet big ft
+ip netns exec "$R" nft delete table inet big
+
 # Sysctls: per netns, range-checked.
 sc() { ip netns exec "$R" sysctl -qw "net.netfilter.$1" 2>/dev/null; }
 check "nf_flow_bulk_enable=0 accepted" sc nf_flow_bulk_enable=0
