@@ -158,13 +158,15 @@ static inline void nfb_skb_set_sender_cpu(struct sk_buff *skb)
 
 /*
  * Kernels whose stock hook pushes the egress VLAN / PPPoE encapsulation
- * itself, on the real device (6.19 on: probed through the tunnel fields
- * that came in that release, ab427db17885). The module pushes none and
- * its encapsulation handling follows the 6.1 / 6.12 hook, so there it
- * declines every flow with an encapsulation on either side (decline
- * "encap") and the stock hook forwards them.
+ * itself, on the real device (6.19 on: probed through the tuple's ifidx,
+ * which came with the transmit on the real device the push needs,
+ * b5964aac51e0). The module pushes none and its encapsulation handling
+ * follows the 6.1 / 6.12 hook, so there it declines every flow with an
+ * encapsulation on either side (decline "encap") and the stock hook
+ * forwards them. The tunnel members of the same release (ab427db17885)
+ * say nothing of the push: a kernel may backport one without the other.
  */
-#ifdef NFB_HAVE_FLOW_TUPLE_TUN
+#ifdef NFB_HAVE_FLOW_XMIT_REAL_DEV
 static inline bool nfb_flowtable_pushes_encap(void)
 {
 	return true;

@@ -84,13 +84,16 @@ _Static_assert(__builtin_types_compatible_p(typeof(&flow_offload_refresh),
 	void (*)(struct nf_flowtable *, struct flow_offload *, bool)), "");
 EOF
 
-# ab427db17885 ("netfilter: flowtable: Add IPIP rx sw acceleration",
-# 6.19) put the tunnel in the tuple; in the same release the stock hook
-# began to transmit on the real device and push the flow's VLAN / PPPoE
-# encapsulation itself, which the module does not do (compat.h).
-probe FLOW_TUPLE_TUN "$@" <<'EOF' &
+# b5964aac51e0 ("netfilter: flowtable: consolidate xmit path", 6.19): the
+# stock hook transmits a NEIGH flow on the real device behind its VLAN /
+# PPPoE device (flow_offload_tuple.ifidx), and the next two commits of the
+# series (c653d5a78f34, 18d27bed0880) push the flow's VLAN / PPPoE header
+# there, inline, which the module does not do (compat.h). The push itself
+# is in nf_flow_table_ip.c, out of a probe's reach; this member is the
+# header change it cannot come without.
+probe FLOW_XMIT_REAL_DEV "$@" <<'EOF' &
 #include <net/netfilter/nf_flow_table.h>
-int nfb_probe = sizeof(((struct flow_offload_tuple *)0)->tun);
+int nfb_probe = sizeof(((struct flow_offload_tuple *)0)->ifidx);
 EOF
 
 wait

@@ -47,7 +47,7 @@ fp_genl() {
 # fp_kernel_pushes_encap: true on kernels (6.19 on) whose stock hook pushes
 # the egress VLAN / PPPoE header itself on the real device, which the module
 # does not: there the module declines every flow with an encapsulation on
-# either side (decline "encap"; it probes this at build time, FLOW_TUPLE_TUN
+# either side (decline "encap"; it probes this at build time, FLOW_XMIT_REAL_DEV
 # in module/conftest.sh) and the stock hook must deliver them.
 fp_kernel_pushes_encap() {
 	local major rest minor
