@@ -92,7 +92,7 @@ fp_genl "$R" attach inet fp ft
 busywait 10000 eval "[ \"\$(dc)\" -gt 100 ]" || true
 read -r scans0 adj prio <<<"$(attach_info)"
 check "chain between: r0 and r1 reported not adjacent" test "$adj" = 0
-t0=$(fp_stat "$R" 't["packets"]')
+t0=$(fp_taken "$R")
 # Every declined packet passed the chain first: read the chain's counter
 # before the declines at the start and after them at the end.
 b0=$(user_count between)
@@ -101,7 +101,7 @@ d0=$(dc)
 # rescan (ten a second, under RTNL, forever).
 busywait 30000 eval "[ \"\$(dc)\" -ge $((d0 + 3000)) ]" || true
 read -r scans1 adj prio <<<"$(attach_info)"
-t1=$(fp_stat "$R" 't["packets"]')
+t1=$(fp_taken "$R")
 d1=$(dc)
 b1=$(user_count between)
 check "chain between: nothing taken ($((t1 - t0)))" test "$t1" = "$t0"

@@ -116,7 +116,7 @@ send_on() {
 }
 
 server_rx() { fp_nstat "$S" UdpInDatagrams; }
-taken() { fp_stat "$R" 't["packets"]'; }
+taken() { fp_taken "$R"; }
 drops() { fp_stat "$R" 't["drop"]["dev_down"]'; }
 gone() { ! ip -n "$1" link show "$2" >/dev/null 2>&1; }
 
@@ -211,7 +211,7 @@ rb_send() {
 	            pass
 	EOF
 }
-rb_taken() { fp_stat "$RB" 't["packets"]'; }
+rb_taken() { fp_taken "$RB"; }
 busywait 30000 ip netns exec "$C2" taskset -c 1 ping -c1 -W1 -q 10.0.2.1 >/dev/null ||
 	echo "INFO: moved device: no connectivity from C2 through RB"
 rb_send 1 5 echoes

@@ -82,7 +82,7 @@ send() {
 	EOF
 }
 
-taken() { fp_stat "$R" 't["packets"]'; }
+taken() { fp_taken "$R"; }
 received() { [ -s "$FP_TMP/seq" ] && wc -l <"$FP_TMP/seq" || echo 0; }
 received_at_least() { [ "$(received)" -ge "$1" ]; }
 

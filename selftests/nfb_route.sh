@@ -49,7 +49,7 @@ unreachable_case() {
 	ip -n "$S" addr del "$addr/$plen" dev s0
 	ip -n "$R" neigh flush dev r1
 	u0=$(fp_nstat "$C" "$cnt")
-	t0=$(fp_stat "$R" 't["packets"]')
+	t0=$(fp_taken "$R")
 	f0=$(fb neigh)
 	fp_udpc "$addr" 7000 "send 3" >/dev/null
 	check "$who ipv$v: unreachable errors come back" \

@@ -45,9 +45,9 @@ for addr in 10.0.2.1 fd00:2::1; do
 	# Offload the flow: two packets through the slow path, then hits.
 	n=$(fp_udpc "$addr" 7000 "send 10")
 	check "ipv$v: udp echoes before the checks ($n/10)" test "$n" -ge 9
-	tk0=$(fp_stat "$R" 't["packets"]')
+	tk0=$(fp_taken "$R")
 	n=$(fp_udpc "$addr" 7000 "send 10")
-	tk1=$(fp_stat "$R" 't["packets"]')
+	tk1=$(fp_taken "$R")
 	check "ipv$v: offloaded flow taken by the module ($((tk1 - tk0)) for 20 packets)" \
 		test $((tk1 - tk0)) -ge 19
 

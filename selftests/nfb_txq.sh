@@ -168,12 +168,12 @@ for who in stock module; do
 		# Offload the flows first, then count what the offloaded packets do.
 		flows_on_cpu0 32
 		read -r a0 a1 a2 a3 <<<"$(txq_packets)"
-		t0=$(fp_stat "$R" 't["packets"]')
+		t0=$(fp_taken "$R")
 		f0=$(fp_stat "$R" 't["fallback"]["qdisc"]')
 		pick_probe on
 		flows_on_cpu0 160
 		read -r b0 b1 b2 b3 <<<"$(txq_packets)"
-		t1=$(fp_stat "$R" 't["packets"]')
+		t1=$(fp_taken "$R")
 		f1=$(fp_stat "$R" 't["fallback"]["qdisc"]')
 		read -r picks bad < <(sed -n 's/.*sender_cpu=\([0-9]*\).*/\1/p' "$TRACE/trace" |
 			awk -v n="$(nproc)" '{ c++ } $1 < 1 || $1 > n { b++ } END { print c + 0, b + 0 }')
