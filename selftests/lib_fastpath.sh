@@ -437,21 +437,32 @@ fp_flood_stop() {
 	FP_FLOOD_PID=
 }
 
-# fp_taken NS: packets the module took in namespace NS, summed over
-# the CPU rows of /proc/net/stat/nf_flow_bulk (hex, "packets" first): the
-# same count as fp_stat's t["packets"], without a Python start (about half
-# a second under TCG), for the polls of busywait.
-fp_taken() {
-	local p rest sum=0 header=1
-	while read -r p rest; do
-		if [ "$header" = 1 ]; then
-			header=0
-			[ "$p" = packets ] || { echo "fp_taken: unexpected header '$p $rest'" >&2; return 1; }
-			continue
+# fp_proc NS COLUMN: counter COLUMN of /proc/net/stat/nf_flow_bulk in
+# namespace NS ("packets", "decline_miss", "fallback_neigh", "drop_xmit"...),
+# summed over its CPU rows (hex). The same counts as fp_stat's, without a
+# Python start (about half a second under TCG), for the polls of busywait.
+fp_proc() {
+	local col=$2 header k=-1 i sum=0
+	local -a row
+	{
+		read -r -a header
+		for i in "${!header[@]}"; do
+			[ "${header[$i]}" != "$col" ] || k=$i
+		done
+		if [ "$k" -lt 0 ]; then
+			echo "fp_proc: no column $col in /proc/net/stat/nf_flow_bulk" >&2
+			return 1
 		fi
-		sum=$((sum + 16#$p))
-	done < <(ip netns exec "$1" cat /proc/net/stat/nf_flow_bulk)
+		while read -r -a row; do
+			sum=$((sum + 16#${row[$k]}))
+		done
+	} < <(ip netns exec "$1" cat /proc/net/stat/nf_flow_bulk)
 	echo "$sum"
+}
+
+# fp_taken NS: packets the module took in namespace NS.
+fp_taken() {
+	fp_proc "$1" packets
 }
 
 # fp_taken_grows N: the module takes at least N more packets within 30 s.

@@ -63,7 +63,7 @@ attach_info() {
 a = json.load(sys.stdin)[0]
 print(a["scans"], int(a["adjacent"]["r0"]) + int(a["adjacent"]["r1"]), a["hook_priority"])'
 }
-dc() { fp_stat "$R" "t[\"decline\"][\"no_flowtable\"]"; }
+dc() { fp_proc "$R" decline_no_flowtable; }
 
 # A user chain one priority below the flowtable, before the attach.
 user_chain low -1

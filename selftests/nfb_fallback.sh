@@ -30,8 +30,8 @@ not_offloaded() {
 }
 
 # decline / fallback counter of the module
-dc() { fp_stat "$R" "t[\"decline\"][\"$1\"]"; }
-fb() { fp_stat "$R" "t[\"fallback\"][\"$1\"]"; }
+dc() { fp_proc "$R" "decline_$1"; }
+fb() { fp_proc "$R" "fallback_$1"; }
 
 nfb_load_module
 fp_topology

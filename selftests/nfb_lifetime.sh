@@ -117,7 +117,7 @@ send_on() {
 
 server_rx() { fp_nstat "$S" UdpInDatagrams; }
 taken() { fp_taken "$R"; }
-drops() { fp_stat "$R" 't["drop"]["dev_down"]'; }
+drops() { fp_proc "$R" drop_dev_down; }
 gone() { ! ip -n "$1" link show "$2" >/dev/null 2>&1; }
 
 nfb_load_module
@@ -248,7 +248,7 @@ table inet fp {
 }
 EOF
 fp_genl "$RB" attach inet fp ft
-rb_misses() { fp_stat "$RB" 't["decline"]["miss"]'; }
+rb_misses() { fp_proc "$RB" decline_miss; }
 m0=$(rb_misses)
 hold_20 0 "other namespace's decline: R's 20 packets taken and held"
 ip netns exec "$C2" taskset -c 0 python3 -c '

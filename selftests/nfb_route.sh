@@ -32,7 +32,7 @@ for f in ipv4/neigh/r1 ipv6/neigh/r1; do
 done
 ip netns exec "$R" sysctl -qw net.ipv4.icmp_ratelimit=0 net.ipv6.icmp.ratelimit=0
 
-fb() { fp_stat "$R" "t[\"fallback\"][\"$1\"]"; }
+fb() { fp_proc "$R" "fallback_$1"; }
 
 # unreachable_case WHO ADDR: offload the flow, make the next hop vanish
 # (the server drops its address: no ARP / NA answer), flush the router's
