@@ -254,8 +254,8 @@ ip netns exec "$C" taskset -c 0 python3 "${PY[@]}" burst "$rounds" "${flows[@]}"
 # Where the module declines tagged flows, all three are (each has a tag on
 # one side at least) and nothing is queued.
 if [ "$pushes_encap" = 0 ]; then
-	busywait 30000 test "$(mstat "t['packets']")" -ge $((3 * rounds)) ||
-		echo "INFO: mixed: only $(mstat "t['packets']") packets queued"
+	busywait 30000 eval "[ \"\$(fp_taken \"\$R\")\" -ge $((3 * rounds)) ]" ||
+		echo "INFO: mixed: only $(fp_taken "$R") packets queued"
 fi
 echo 0 >"$hold"
 ip netns exec "$C" python3 "${PY[@]}" end "${flows[@]}"
@@ -297,9 +297,10 @@ done
 check "mixed: capture: $((3 * rounds)) data packets in all" \
 	test "$(cap_count "greater 500")" -eq $((3 * rounds))
 
-# declined REASON N: at least N packets declined for REASON so far.
+# declined REASON N: at least N packets declined for REASON so far (polled:
+# read from /proc, fp_proc).
 declined() {
-	[ "$(mstat "t['decline']['$1']")" -ge "$2" ]
+	[ "$(fp_proc "$R" "decline_$1")" -ge "$2" ]
 }
 
 # Malformed encapsulations into r0.
