@@ -133,37 +133,49 @@ corrupted() {
 record_cmd=$(cat "$TRACE/options/record-cmd")
 echo 0 >"$TRACE/options/record-cmd"
 
-# again NAME: run NAME's kind once more as NAME2 and let it stand for
-# NAME. The kernel's script has timing of its own: under TCG its dscp_fwd
-# subtest failed once with the stock flowtable alone ("expected dscp3 and
-# dscp0 > 0 but got 41, 0", 6.12). A failure of either run is shown, then
-# that run is repeated once; what is compared is the repeat.
+# again NAME N [shim]: run NAME's kind again as NAME<N> and let it stand
+# for NAME. The kernel's script has timing of its own: under TCG its
+# dscp_fwd subtest (pmtu 0) fails now and then, with the stock flowtable
+# alone as with the module ("expected dscp3 and dscp0 > 0 but got 42, 0",
+# 6.12: whether a bare ACK of ns1 gets through the flowtable during the
+# small transfer depends on timing). In one clean make check on 6.12 each
+# kind failed it once; on a loaded host the module's run failed twice. A
+# failure of either run is shown, then that run is repeated, at most
+# twice; what is compared is the last repeat. Each repeat has its own
+# name, so that the nft wrapper attaches the module in each.
 again() {
-	local name=$1
-	shift
+	local name=$1 n=$2
+	shift 2
 	echo "INFO: $name run: $(grep -c '^FAIL' "$tmp/$name.verdicts") FAIL; its output:"
 	sed 's/^/INFO:   /' "$tmp/$name.log" | tail -n 30
-	echo "INFO: $name run once more"
-	run "${name}2" "$@"
+	echo "INFO: $name run once more, as $name$n"
+	run "$name$n" "$@"
 	for f in log verdicts rc; do
-		mv "$tmp/$name.$f" "$tmp/$name-first.$f"
-		mv "$tmp/${name}2.$f" "$tmp/$name.$f"
+		mv "$tmp/$name.$f" "$tmp/$name-before$n.$f"
+		mv "$tmp/$name$n.$f" "$tmp/$name.$f"
 	done
 }
 
 nfb_load_module
 run stock
-[ "$(cat "$tmp/stock.rc")" = 0 ] || again stock
+for n in 2 3; do
+	[ "$(cat "$tmp/stock.rc")" = 0 ] || again stock "$n"
+done
 echo "p:nfbkft/enq nf_flow_bulk:nfb_enqueue" >>"$TRACE/kprobe_events"
 echo 1 >"$TRACE/events/nfbkft/enq/enable"
 run module shim
-if ! cmp -s "$tmp/stock.verdicts" "$tmp/module.verdicts" ||
-	[ "$(cat "$tmp/module.rc")" != "$(cat "$tmp/stock.rc")" ]; then
-	diff -u "$tmp/stock.verdicts" "$tmp/module.verdicts" | sed 's/^/INFO: /' || true
-	again module shim
-fi
+module_runs=1
+for n in 2 3; do
+	if ! cmp -s "$tmp/stock.verdicts" "$tmp/module.verdicts" ||
+		[ "$(cat "$tmp/module.rc")" != "$(cat "$tmp/stock.rc")" ]; then
+		diff -u "$tmp/stock.verdicts" "$tmp/module.verdicts" | sed 's/^/INFO: /' || true
+		again module "$n" shim
+		module_runs=$n
+	fi
+done
 taken=$(awk '$1 == "enq" { print $2 }' "$TRACE/kprobe_profile")
-echo "INFO: module: attached $(find "$tmp" -maxdepth 1 -name 'attached.module*' | wc -l) time(s), took ${taken:-?} packets"
+attached=$(find "$tmp" -maxdepth 1 -name 'attached.module*' | wc -l)
+echo "INFO: module: attached in $attached of $module_runs run(s), took ${taken:-?} packets"
 sed 's/^/INFO: attach: /' "$tmp/attach.log" 2>/dev/null || true
 
 check "nft_flowtable.sh [$series] with the stock flowtable alone: passes" \
@@ -180,6 +192,8 @@ check "nft_flowtable.sh [$series]: no transfer in any run arrived whole with oth
 sed 's/^/INFO: corrupted: /' "$tmp/corrupted" 2>/dev/null || true
 check "nft_flowtable.sh [$series]: the module was attached and took packets (${taken:-0})" \
 	test "${taken:-0}" -gt 100
+check "nft_flowtable.sh [$series]: the module was attached in every module run ($attached of $module_runs)" \
+	test "$attached" = "$module_runs"
 if [ "$ret" != 0 ]; then
 	echo "INFO: module run's output:"
 	sed 's/^/INFO:   /' "$tmp/module.log" | tail -n 40
