@@ -22,6 +22,7 @@
 #include <linux/netdevice.h>
 #include <linux/slab.h>
 #include <net/net_namespace.h>
+#include <net/netfilter/nf_flow_table.h>
 
 /*
  * d457a0e329b0 ("net: move gso declarations and functions to their own
@@ -37,8 +38,6 @@
  * it, the refresh already behaves as force == false.
  */
 #ifndef NFB_HAVE_FLOW_OFFLOAD_REFRESH_FORCE
-#include <net/netfilter/nf_flow_table.h>
-
 static inline void __nfb_compat_flow_offload_refresh(struct nf_flowtable *ft,
 						     struct flow_offload *flow,
 						     bool force)
@@ -173,6 +172,49 @@ static inline bool nfb_flowtable_pushes_encap(void)
 }
 #else
 static inline bool nfb_flowtable_pushes_encap(void)
+{
+	return false;
+}
+#endif
+
+/*
+ * Since NF_FLOW_CLOSING (after 6.12), a FIN or RST marks the flow closing
+ * instead of tearing it down, and a SYN on a closing flow (a new
+ * connection on the same addresses and ports) tears it down and takes the
+ * slow path. The module declines FIN and RST on every kernel (the stock
+ * hook then does what its kernel does) and, where flows can be closing, a
+ * SYN on one, for the stock hook to tear it down: forwarded through the
+ * old flow, the new connection would bypass conntrack.
+ */
+#ifdef NFB_HAVE_FLOW_CLOSING
+static inline bool nfb_flow_closing(const struct flow_offload *flow)
+{
+	return test_bit(NF_FLOW_CLOSING, &flow->flags);
+}
+#else
+static inline bool nfb_flow_closing(const struct flow_offload *flow)
+{
+	return false;
+}
+#endif
+
+/*
+ * A flow through an IPIP / IP6IP6 tunnel (6.19 on, ab427db17885 and
+ * d30301ba4b07): the stock hook pops the outer header of what comes in
+ * through the tunnel and pushes one on what goes out through it
+ * (nf_flow_tunnel_v4_push(), on the other direction's tuple). The module
+ * does neither: it declines such flows ("encap") in both directions. A
+ * flow that leaves through the tunnel would otherwise go out bare, and
+ * past the tunnel's MTU.
+ */
+#ifdef NFB_HAVE_FLOW_TUPLE_TUN
+static inline bool nfb_flow_tunnelled(const struct flow_offload *flow)
+{
+	return flow->tuplehash[0].tuple.tun_num ||
+	       flow->tuplehash[1].tuple.tun_num;
+}
+#else
+static inline bool nfb_flow_tunnelled(const struct flow_offload *flow)
 {
 	return false;
 }

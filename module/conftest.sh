@@ -84,6 +84,23 @@ _Static_assert(__builtin_types_compatible_p(typeof(&flow_offload_refresh),
 	void (*)(struct nf_flowtable *, struct flow_offload *, bool)), "");
 EOF
 
+# NF_FLOW_CLOSING (after 6.12; e622d94ec73f by git blame): a FIN or RST no
+# longer tears the flow down, it marks it closing, and a SYN on a closing
+# flow tears it down and goes to the slow path (nf_flow_state_check()).
+probe FLOW_CLOSING "$@" <<'EOF' &
+#include <net/netfilter/nf_flow_table.h>
+int nfb_probe = NF_FLOW_CLOSING;
+EOF
+
+# ab427db17885 / d30301ba4b07 ("netfilter: flowtable: Add IPIP rx / tx sw
+# acceleration", 6.19): a flow that entered or leaves through an IPIP
+# tunnel has its tunnel in the tuple (tun_num), and the stock hook pops or
+# pushes the outer header itself, which the module does not (compat.h).
+probe FLOW_TUPLE_TUN "$@" <<'EOF' &
+#include <net/netfilter/nf_flow_table.h>
+int nfb_probe = sizeof(((struct flow_offload_tuple *)0)->tun);
+EOF
+
 # b5964aac51e0 ("netfilter: flowtable: consolidate xmit path", 6.19): the
 # stock hook transmits a NEIGH flow on the real device behind its VLAN /
 # PPPoE device (flow_offload_tuple.ifidx), and the next two commits of the

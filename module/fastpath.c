@@ -309,12 +309,14 @@ static bool nfb_exceeds_mtu(const struct sk_buff *skb, unsigned int mtu)
 	return true;
 }
 
-static bool nfb_tcp_fin_rst(const struct sk_buff *skb, unsigned int thoff)
+/* The stock hook's own decision for these (see nfb_flow_closing()). */
+static bool nfb_tcp_flags_decline(const struct sk_buff *skb, unsigned int thoff,
+				  const struct flow_offload *flow)
 {
 	const struct tcphdr *tcph;
 
 	tcph = (void *)(skb_network_header(skb) + thoff);
-	return tcph->fin || tcph->rst;
+	return tcph->fin || tcph->rst || (tcph->syn && nfb_flow_closing(flow));
 }
 
 /*
@@ -745,6 +747,8 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 	/* Not implemented here: the stock hook handles these. */
 	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
 		return NFB_DECLINE_HW_OFFLOAD;
+	if (unlikely(nfb_flow_tunnelled(flow)))
+		return NFB_DECLINE_ENCAP;
 	if (nfb_flowtable_pushes_encap() &&
 	    (rx->layers || flow->tuplehash[!dir].tuple.encap_num))
 		return NFB_DECLINE_ENCAP;
@@ -767,7 +771,7 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 	if (unlikely(nfb_exceeds_mtu(skb, tuplehash->tuple.mtu + offset)))
 		return NFB_DECLINE_MTU;
 
-	if (iph->protocol == IPPROTO_TCP && nfb_tcp_fin_rst(skb, thoff))
+	if (iph->protocol == IPPROTO_TCP && nfb_tcp_flags_decline(skb, thoff, flow))
 		return NFB_DECLINE_TCP_FLAGS;
 
 	/* nf_flow_dst_check(): only a route is checked. */
@@ -886,6 +890,8 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 
 	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
 		return NFB_DECLINE_HW_OFFLOAD;
+	if (unlikely(nfb_flow_tunnelled(flow)))
+		return NFB_DECLINE_ENCAP;
 	if (nfb_flowtable_pushes_encap() &&
 	    (rx->layers || flow->tuplehash[!dir].tuple.encap_num))
 		return NFB_DECLINE_ENCAP;
@@ -906,7 +912,7 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	if (unlikely(nfb_exceeds_mtu(skb, tuplehash->tuple.mtu + offset)))
 		return NFB_DECLINE_MTU;
 
-	if (ip6h->nexthdr == IPPROTO_TCP && nfb_tcp_fin_rst(skb, thoff))
+	if (ip6h->nexthdr == IPPROTO_TCP && nfb_tcp_flags_decline(skb, thoff, flow))
 		return NFB_DECLINE_TCP_FLAGS;
 
 	if (rt && (!dst_check(&rt->dst, tuplehash->tuple.dst_cookie) ||
