@@ -50,7 +50,7 @@ cleanup() {
 trap cleanup EXIT
 
 kver=$(uname -r)
-series=${kver%%.*}.$(echo "$kver" | cut -d. -f2)
+series=$(echo "$kver" | sed -E 's/^([0-9]+)\.([0-9]+).*/\1.\2/')
 src=/usr/src/linux-source-$series/tools/testing/selftests
 case "$series" in
 6.1)
