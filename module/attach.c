@@ -38,6 +38,9 @@
 
 #include "nfb.h"
 
+/* Room for devices a scan may find beyond those already hooked. */
+#define NFB_FOUND_SPARE	8
+
 struct nfb_found {
 	struct net_device	*dev;
 	const void		*cookie;
@@ -58,7 +61,7 @@ static bool nfb_ft_matches(const struct nfb_attach *a,
 
 /*
  * Where the flowtable of @a hooks in now: the first @max devices go to
- * @out (none when @out is NULL); returns how many there are. A flowtable
+ * @out; returns how many there are. A flowtable
  * can have any number of devices (nf_tables takes at most 256 per request,
  * but an update adds more). Caller holds RTNL.
  */
@@ -91,7 +94,7 @@ static unsigned int nfb_find(struct net *net, const struct nfb_attach *a,
 			}
 			if (!nfb_ft_matches(a, e->hooks[i].priv))
 				continue;
-			if (out && n < max) {
+			if (n < max) {
 				out[n].dev = dev;
 				out[n].cookie = e->hooks[i].priv;
 				out[n].entries = e;
@@ -211,21 +214,34 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 	bool partial;
 	int err = 0;
 
-	a->scans++;
-	list_for_each_entry(h, &a->hooks, list)
-		h->scan_seen = rcu_access_pointer(h->dev->nf_hooks_ingress);
 	/*
-	 * Count, then fill. Devices cannot come or go under RTNL, but
-	 * nf_tables adds hooks under its own mutex: a flowtable that grew
-	 * between the two walks is handled up to what was counted, and the
-	 * rest at the next scan: the attachment stays unsettled, so it is
-	 * polled (no packet of the new devices reaches a hook of ours to ask).
+	 * Room for the devices hooked so far and a few more: one walk, as a
+	 * rescan mostly finds what the last one did. A flowtable with more
+	 * devices than that gets a second walk with room for all it has.
+	 * Devices cannot come or go under RTNL, but nf_tables adds hooks
+	 * under its own mutex: a flowtable that grew between the two walks is
+	 * handled up to what was counted, and the rest at the next scan: the
+	 * attachment stays unsettled, so it is polled (no packet of the new
+	 * devices reaches a hook of ours to ask).
 	 */
-	max = nfb_find(a->nn->net, a, NULL, 0);
-	found = max ? kvcalloc(max, sizeof(*found), GFP_KERNEL) : NULL;
-	if (max && !found)
+	max = NFB_FOUND_SPARE;
+	a->scans++;
+	list_for_each_entry(h, &a->hooks, list) {
+		h->scan_seen = rcu_access_pointer(h->dev->nf_hooks_ingress);
+		max++;
+	}
+	found = kvcalloc(max, sizeof(*found), GFP_KERNEL);
+	if (!found)
 		return -ENOMEM;
-	n = max ? nfb_find(a->nn->net, a, found, max) : 0;
+	n = nfb_find(a->nn->net, a, found, max);
+	if (n > max) {
+		kvfree(found);
+		max = n;
+		found = kvcalloc(max, sizeof(*found), GFP_KERNEL);
+		if (!found)
+			return -ENOMEM;
+		n = nfb_find(a->nn->net, a, found, max);
+	}
 	if (!n) {
 		/*
 		 * The flowtable is gone (or not yet back): the hooks stay and
