@@ -309,6 +309,21 @@ static bool nfb_exceeds_mtu(const struct sk_buff *skb, unsigned int mtu)
 	return true;
 }
 
+/*
+ * Flows whose encapsulation the stock hook of this kernel handles in a way
+ * the module does not (compat.h): a tunnel in either direction (6.19 on),
+ * and where the stock hook pushes VLAN / PPPoE itself, any encapsulation.
+ */
+static __always_inline bool
+nfb_encap_left_to_stock(const struct flow_offload *flow,
+			enum flow_offload_tuple_dir dir, const struct nfb_rx *rx)
+{
+	if (unlikely(nfb_flow_tunnelled(flow)))
+		return true;
+	return nfb_flowtable_pushes_encap() &&
+	       (rx->layers || flow->tuplehash[!dir].tuple.encap_num);
+}
+
 /* The stock hook's own decision for these (see nfb_flow_closing()). */
 static bool nfb_tcp_flags_decline(const struct sk_buff *skb, unsigned int thoff,
 				  const struct flow_offload *flow)
@@ -747,10 +762,7 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 	/* Not implemented here: the stock hook handles these. */
 	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
 		return NFB_DECLINE_HW_OFFLOAD;
-	if (unlikely(nfb_flow_tunnelled(flow)))
-		return NFB_DECLINE_ENCAP;
-	if (nfb_flowtable_pushes_encap() &&
-	    (rx->layers || flow->tuplehash[!dir].tuple.encap_num))
+	if (nfb_encap_left_to_stock(flow, dir, rx))
 		return NFB_DECLINE_ENCAP;
 	rt = NULL;
 	switch (tuplehash->tuple.xmit_type) {
@@ -890,10 +902,7 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 
 	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
 		return NFB_DECLINE_HW_OFFLOAD;
-	if (unlikely(nfb_flow_tunnelled(flow)))
-		return NFB_DECLINE_ENCAP;
-	if (nfb_flowtable_pushes_encap() &&
-	    (rx->layers || flow->tuplehash[!dir].tuple.encap_num))
+	if (nfb_encap_left_to_stock(flow, dir, rx))
 		return NFB_DECLINE_ENCAP;
 	rt = NULL;
 	switch (tuplehash->tuple.xmit_type) {
