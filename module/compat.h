@@ -220,6 +220,26 @@ static inline bool nfb_flow_tunnelled(const struct flow_offload *flow)
 }
 #endif
 
+/* RCU's full grace-period state, as get_state_synchronize_rcu_full() takes it. */
+struct nfb_rcu_state {
+#ifdef NFB_HAVE_RCU_GP_SEQ
+	struct rcu_gp_seq	s;
+#else
+	struct rcu_gp_oldstate	s;
+#endif
+};
+
+static inline void nfb_rcu_state_get(struct nfb_rcu_state *st)
+{
+	get_state_synchronize_rcu_full(&st->s);
+}
+
+static inline bool nfb_rcu_state_same(struct nfb_rcu_state *a,
+				      struct nfb_rcu_state *b)
+{
+	return same_state_synchronize_rcu_full(&a->s, &b->s);
+}
+
 /*
  * The kernels the module is proven on, which no feature probe can tell:
  * the kernel's own flowtable selftest (nft_flowtable.sh) passes alike with

@@ -113,6 +113,17 @@ probe FLOW_XMIT_REAL_DEV "$@" <<'EOF' &
 int nfb_probe = sizeof(((struct flow_offload_tuple *)0)->ifidx);
 EOF
 
+# The full polled grace-period state (get_state_synchronize_rcu_full(),
+# 6.2; in Debian's 6.1 too) is struct rcu_gp_oldstate up to 6.x and
+# struct rcu_gp_seq in the 7.3 headers (flowcache.c reads it per lookup).
+probe RCU_GP_SEQ "$@" <<'EOF' &
+#include <linux/rcupdate.h>
+void nfb_probe(struct rcu_gp_seq *s)
+{
+	get_state_synchronize_rcu_full(s);
+}
+EOF
+
 wait
 
 {

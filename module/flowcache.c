@@ -1,23 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nf_flow_bulk: a small per-CPU cache in front of flow_offload_lookup().
+ * nf_flow_bulk: a per-CPU cache in front of flow_offload_lookup().
  *
- * A NAPI batch usually carries several packets of few flows; the stock
- * lookup hashes the whole tuple (jhash) and walks the rhashtable for each
- * of them, about a third of the router's work per packet. The cache
- * remembers, per CPU, the flows found for the last few tuples.
+ * The stock lookup hashes the whole tuple (jhash) and walks the
+ * rhashtable for every packet, about a third of the router's work per
+ * packet. The cache remembers, per CPU, the flows found for the last few
+ * hundred tuples, 4-way set associative, and keeps them across softirq
+ * runs: a hundred flows interleaved packet by packet still hit.
  *
- * Why a cached pointer is safe to use (RCU rule): flows are freed after an
- * RCU grace period (flow_offload_free() -> kfree_rcu()), and a softirq
- * handler runs with BH disabled, which is an RCU read-side critical
- * section (all flavours are one since 4.20, preemptible RCU included), from
- * its start to its end. The kernel increments the CPU's softirq counter
- * (kstat) before every handler it runs, and only reports a quiescent state
- * between handlers. An entry is used only while this CPU serves a softirq
- * and the sum of its softirq counters has not moved since the entry was
- * made: then the CPU has stayed inside the same read-side section, and the
- * flow cannot have been freed. Outside a softirq (netif_receive_skb() from
- * process context, threaded NAPI) the cache is bypassed.
+ * Why a cached pointer is safe to use (RCU rule). Flows are freed after an
+ * RCU grace period (flow_offload_free() -> kfree_rcu()), their routes too
+ * (dst_release() -> call_rcu()), and flowtables after synchronize_rcu().
+ * The cache takes RCU's grace-period state (get_state_synchronize_rcu_full():
+ * the normal and the expedited sequence, each of which moves when a grace
+ * period of its kind starts) before every lookup, and keeps its entries
+ * only while that state has not moved. A flow found by a lookup made after
+ * state C was taken was still linked then, so the grace period that frees
+ * it starts after C. When a later lookup, inside a read-side section R,
+ * still reads C, no grace period has started since: every one that starts
+ * later waits for R, and the flow outlives R, the only section in which
+ * the cached pointer is used. The ordering this needs (a flow unlinked
+ * before C is not found after C; a grace period whose start this CPU has
+ * not seen has no quiescent state of this CPU) is what the polled
+ * grace-period interface itself relies on; the full barrier is inside
+ * get_state_synchronize_rcu_full(). Any grace period starting anywhere
+ * empties every CPU's cache (lazily, set by set): entries live for
+ * milliseconds on a busy system, and a sequence cannot come back to an
+ * old value, unlike the softirq-counter epoch this replaced.
  *
  * As flow_offload_lookup() does, a hit is refused when the flow is being
  * torn down or its conntrack entry is dying; the tuple is then looked up
@@ -27,71 +36,52 @@
  * direction, fails to insert the reply direction and removes the original
  * again, then frees the flow after a grace period. A lookup on another CPU
  * may find the flow in that window, and the cache may hand it out until
- * this softirq run ends. That is safe: the flow's memory and its routes'
- * memory live at least as long (both are freed after a grace period, by
+ * the grace period that frees it starts, which the free itself requests.
+ * That is safe: the flow's memory and its routes' memory live that long (by
  * the argument above), a route whose last reference went is refused by
  * dst_hold_safe() in the hook, and the conntrack entry stays in its table.
- * It is equivalent to packets the stock hook looked up inside the window,
- * one softirq run later at most.
  *
- * Per-CPU rule: only the owning CPU touches its cache, in softirq context.
+ * Per-CPU rule: only the owning CPU touches its cache, in softirq context
+ * (BH off). Outside a softirq (netif_receive_skb() from process context)
+ * the cache is bypassed.
  */
-#include <linux/kernel_stat.h>
+#include <linux/hash.h>
 #include <linux/percpu.h>
 #include <net/netfilter/nf_conntrack.h>
 #include <net/netfilter/nf_flow_table.h>
 
 #include "nfb.h"
 
-#define NFB_FC_SLOTS	32
+#define NFB_FC_WAYS	4
+#define NFB_FC_SETS	128	/* 512 flows: 12 KiB per CPU */
+#define NFB_FC_SET_BITS	ilog2(NFB_FC_SETS)
 /*
  * The hit-rate gate: of every NFB_FC_WINDOW lookups through the cache,
- * fewer than NFB_FC_MIN_HITS hits send the next NFB_FC_BYPASS lookups
- * straight to flow_offload_lookup(). Many flows interleaved (100
- * round-robin flows in bursts of 32) hit about never: each lookup then
- * paid the cache's bookkeeping (the epoch, the slot hash, the compare, the
- * fill; about 55 instructions per packet and router) for nothing. A window
- * is taken again after each bypass, so the cache comes back when the
- * traffic changes. Only speed depends on it: a bypassed lookup is the
- * stock one.
+ * fewer than NFB_FC_MIN_HITS hits (more flows than the cache holds, 10,000
+ * round-robin, say) send the next NFB_FC_BYPASS lookups straight to
+ * flow_offload_lookup(): each lookup would otherwise pay the cache's
+ * bookkeeping (the state, the hash, the compares, the fill) for nothing.
+ * The window is long enough for a cold cache (just after a grace period
+ * started) to fill with a few hundred interleaved flows and hit before it
+ * ends. A window is taken again after each bypass, so the cache comes back
+ * when the traffic changes. Only speed depends on it: a bypassed lookup is
+ * the stock one.
  */
-#define NFB_FC_WINDOW	64
-#define NFB_FC_MIN_HITS	8
-#define NFB_FC_BYPASS	1024
+#define NFB_FC_WINDOW		256
+#define NFB_FC_MIN_HITS		32
+#define NFB_FC_BYPASS		4096
 #define NFB_FC_WORDS	(NFB_TUPLE_KEY_BYTES / sizeof(unsigned long))
+/* Bytes of the key in its last word: the rest is the tuple's, not key. */
+#define NFB_FC_TAIL	(offsetof(struct flow_offload_tuple, __hash) % \
+			 sizeof(unsigned long))
 
 /*
- * The loops over the few words of the key and of the softirq counters run
- * for every packet, with a count known at build time; -O2 does not unroll
- * them, so they are written out, and the compiler drops the words at and
- * past @n: eight for the softirq counters, twelve for the key (seven words
- * on 6.1 and 6.12; eleven since ab427db17885 ("netfilter: flowtable: Add
- * IPIP rx sw acceleration", 6.19) put the tunnel addresses in the key).
+ * The loops over the few words of the key run for every packet, with a
+ * count known at build time; -O2 does not unroll them, so they are written
+ * out, and the compiler drops the words at and past @n: seven words on 6.1
+ * and 6.12; eleven since ab427db17885 ("netfilter: flowtable: Add IPIP rx
+ * sw acceleration", 6.19) put the tunnel addresses in the key.
  */
-static __always_inline u64 nfb_sum_words(const u64 *w, unsigned int n)
-{
-	u64 sum = 0;
-
-	if (n > 0)
-		sum += w[0];
-	if (n > 1)
-		sum += w[1];
-	if (n > 2)
-		sum += w[2];
-	if (n > 3)
-		sum += w[3];
-	if (n > 4)
-		sum += w[4];
-	if (n > 5)
-		sum += w[5];
-	if (n > 6)
-		sum += w[6];
-	if (n > 7)
-		sum += w[7];
-	return sum;
-}
-
-/* The XOR of the words of @a: the lookup cache's slot hash, before folding. */
 static __always_inline unsigned long
 nfb_fold_words(const unsigned long *a, unsigned int n)
 {
@@ -157,50 +147,54 @@ nfb_diff_words(const unsigned long *a, const unsigned long *b, unsigned int n)
 	return d;
 }
 
-struct nfb_fc_entry {
-	const struct nf_flowtable		*ft;
-	struct flow_offload_tuple_rhash		*th;
-	u64					epoch;
-	unsigned long				key[NFB_FC_WORDS];
+/*
+ * Whether the lookup key @key (the key part of a tuple, zeroes past it)
+ * equals the key of the flow's tuple @t, as the flowtable compares them
+ * (memcmp() up to __hash). The last word of @t holds fields past the key
+ * (dir, xmit_type, mtu): they are masked off.
+ */
+static __always_inline bool nfb_key_equal(const unsigned long *key,
+					  const struct flow_offload_tuple *t)
+{
+	const unsigned long *w = (const unsigned long *)t;
+	const unsigned int n = NFB_FC_WORDS;
+	unsigned long mask = ~0UL;
+
+	if (NFB_FC_TAIL) {
+#ifdef __LITTLE_ENDIAN
+		mask = (1UL << (8 * NFB_FC_TAIL)) - 1;
+#else
+		mask = ~0UL << (8 * (sizeof(unsigned long) - NFB_FC_TAIL));
+#endif
+	}
+	return !(nfb_diff_words(key, w, n - 1) |
+		 ((key[n - 1] ^ w[n - 1]) & mask));
+}
+
+/*
+ * One set. An entry is valid only while the set's generation is the
+ * cache's: a set of an older one is empty. The tags (hash bits the set
+ * index does not use) spare a miss reading the flows' memory.
+ */
+struct nfb_fc_set {
+	struct flow_offload_tuple_rhash	*th[NFB_FC_WAYS];
+	const struct nf_flowtable	*ft[NFB_FC_WAYS];
+	u32				tag[NFB_FC_WAYS];
+	u64				gen;
+	u8				victim;	/* next way to replace */
 };
 
 struct nfb_fc {
-	struct nfb_fc_entry	slot[NFB_FC_SLOTS];
+	struct nfb_rcu_state	seen;	/* RCU's state when gen was taken */
+	struct nfb_rcu_state	now;	/* scratch, kept off the stack */
+	u64			gen;
 	u16			bypass;	/* lookups left past the cache */
-	u8			probes;	/* lookups in this window */
-	u8			hits;	/* hits in this window */
+	u16			probes;	/* lookups in this window */
+	u16			hits;	/* hits in this window */
+	struct nfb_fc_set	set[NFB_FC_SETS];
 };
 
-static DEFINE_PER_CPU(struct nfb_fc, nfb_fc);
-
-/*
- * Moves before every softirq handler this CPU runs. The counters are summed
- * eight bytes at a time: an increment of any of them changes the sum, and
- * the sum cannot come back to an earlier value before 2^32 increments.
- */
-static u64 nfb_fc_epoch(void)
-{
-	const struct kernel_stat *ks = this_cpu_ptr(&kstat);
-	u64 sum;
-
-	BUILD_BUG_ON(offsetof(struct kernel_stat, softirqs) % sizeof(u64));
-	BUILD_BUG_ON(sizeof(ks->softirqs) > 8 * sizeof(u64));
-	sum = nfb_sum_words((const u64 *)ks->softirqs,
-			    sizeof(ks->softirqs) / sizeof(u64));
-	if (sizeof(ks->softirqs) % sizeof(u64))
-		sum += ks->softirqs[NR_SOFTIRQS - 1];
-	return sum;
-}
-
-static unsigned int nfb_fc_slot(const unsigned long *key)
-{
-	unsigned long h = nfb_fold_words(key, NFB_FC_WORDS);
-
-	h ^= h >> 32;
-	h ^= h >> 16;
-	h ^= h >> 8;
-	return h & (NFB_FC_SLOTS - 1);
-}
+static struct nfb_fc __percpu *nfb_fc;
 
 static bool nfb_fc_usable(const struct flow_offload_tuple_rhash *th)
 {
@@ -224,18 +218,20 @@ struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
 {
 	const unsigned long *key = (const unsigned long *)tuple;
 	struct flow_offload_tuple_rhash *th;
-	struct nfb_fc_entry *e;
+	struct nfb_fc_set *s;
 	struct nfb_fc *fc;
-	u64 epoch;
+	unsigned int w;
+	u64 h;
+	u32 tag;
 
 	BUILD_BUG_ON(NFB_TUPLE_KEY_BYTES % sizeof(unsigned long) ||
 		     sizeof(*tuple) < NFB_TUPLE_KEY_BYTES ||
-		     NFB_FC_WORDS > 12);
+		     NFB_FC_WORDS > 12 || NFB_FC_WORDS < 2);
 
 	if (!in_serving_softirq())
 		return flow_offload_lookup(ft, tuple);
 
-	fc = this_cpu_ptr(&nfb_fc);
+	fc = this_cpu_ptr(nfb_fc);
 	if (unlikely(fc->bypass)) {
 		fc->bypass--;
 		return flow_offload_lookup(ft, tuple);
@@ -247,21 +243,69 @@ struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
 		fc->hits = 0;
 	}
 
-	epoch = nfb_fc_epoch();
-	e = &fc->slot[nfb_fc_slot(key)];
-	if (e->th && e->epoch == epoch && e->ft == ft &&
-	    !nfb_diff_words(e->key, key, NFB_FC_WORDS) &&
-	    likely(nfb_fc_usable(e->th))) {
-		fc->hits++;
-		return e->th;
+	/* Before the lookup: what it finds was linked after this. */
+	nfb_rcu_state_get(&fc->now);
+	if (unlikely(!nfb_rcu_state_same(&fc->now, &fc->seen))) {
+		fc->seen = fc->now;
+		fc->gen++;
+	}
+
+	h = (nfb_fold_words(key, NFB_FC_WORDS) ^ (unsigned long)ft) *
+	    GOLDEN_RATIO_64;
+	s = &fc->set[h >> (64 - NFB_FC_SET_BITS)];
+	tag = (u32)h;
+	if (unlikely(s->gen != fc->gen)) {
+		memset(s->th, 0, sizeof(s->th));
+		s->gen = fc->gen;
+	}
+
+	for (w = 0; w < NFB_FC_WAYS; w++) {
+		th = s->th[w];
+		if (th && s->tag[w] == tag && s->ft[w] == ft &&
+		    nfb_key_equal(key, &th->tuple)) {
+			if (likely(nfb_fc_usable(th))) {
+				fc->hits++;
+				return th;
+			}
+			break;	/* torn down: its way takes the new answer */
+		}
 	}
 
 	th = flow_offload_lookup(ft, tuple);
-	e->th = th;
-	if (th) {
-		e->ft = ft;
-		e->epoch = epoch;
-		memcpy(e->key, key, sizeof(e->key));
+	if (w == NFB_FC_WAYS) {
+		if (!th)
+			return NULL;
+		for (w = 0; w < NFB_FC_WAYS && s->th[w]; w++)
+			;
+		if (w == NFB_FC_WAYS)
+			w = s->victim++ % NFB_FC_WAYS;
 	}
+	s->th[w] = th;
+	s->ft[w] = ft;
+	s->tag[w] = tag;
 	return th;
+}
+
+int nfb_flowcache_init(void)
+{
+	struct nfb_fc *fc;
+	int cpu;
+
+	nfb_fc = alloc_percpu(struct nfb_fc);
+	if (!nfb_fc)
+		return -ENOMEM;
+	/* Generation 0 is no set's: every set starts empty. */
+	for_each_possible_cpu(cpu) {
+		fc = per_cpu_ptr(nfb_fc, cpu);
+		nfb_rcu_state_get(&fc->seen);
+		fc->gen = 1;
+	}
+	return 0;
+}
+
+/* After the hooks are gone and a grace period has passed. */
+void nfb_flowcache_fini(void)
+{
+	free_percpu(nfb_fc);
+	nfb_fc = NULL;
 }

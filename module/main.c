@@ -282,9 +282,13 @@ static int __init nf_flow_bulk_init(void)
 	BUILD_BUG_ON(NFB_CB_OFFSET + sizeof(struct nfb_cb) >
 		     sizeof_field(struct sk_buff, cb));
 
-	err = nfb_xmit_init();
+	err = nfb_flowcache_init();
 	if (err)
 		return err;
+
+	err = nfb_xmit_init();
+	if (err)
+		goto err_flowcache;
 
 	err = register_pernet_subsys(&nfb_net_ops);
 	if (err)
@@ -310,6 +314,8 @@ err_pernet:
 	unregister_pernet_subsys(&nfb_net_ops);
 err_xmit:
 	nfb_xmit_fini();
+err_flowcache:
+	nfb_flowcache_fini();
 	return err;
 }
 
@@ -323,6 +329,7 @@ static void __exit nf_flow_bulk_exit(void)
 	nfb_xmit_fini();
 	nfb_fastpath_fini();
 	rcu_barrier();	/* kfree_rcu() of hooks */
+	nfb_flowcache_fini();
 	pr_info("unloaded\n");
 }
 
