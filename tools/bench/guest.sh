@@ -6,7 +6,8 @@
 #
 #   tools/bench/guest.sh [--links "veth virtio"] [--gro "on off list udpfwd"]
 #                        [--flows "1 10"] [--train "1 4 32"]
-#                        [--qdisc "default noqueue"] [--encap "none vlan pppoe"]
+#                        [--qdisc "default noqueue fq_codel"]
+#                        [--encap "none vlan pppoe"]
 #                        [--configs "gen-alone drop-west plain stock bulk"]
 #                        [--count N] [--reps N] [--burst N] [--len N]
 #                        [--family 4|6]
@@ -30,9 +31,10 @@
 # every run's cost is printed (runs), and the least costly one's too.
 # On virtio links (tools/vm/run --nics 3) the generator keeps at most 128
 # packets in flight and its calibrated busy-waiting is subtracted; the
-# routers' egress devices get the device's default qdisc or noqueue
-# (--qdisc), and virtio TX kicks per packet are read from ethtool -S.
-# veth is always noqueue.
+# routers' egress devices get the device's default qdisc, noqueue or
+# fq_codel (--qdisc; Debian's default, net.core.default_qdisc, set by
+# systemd), and virtio TX kicks per packet are read from ethtool -S.
+# veth's default is noqueue: there only noqueue and fq_codel are run.
 # --encap: what the west - east link carries (tools/bench/topology.sh):
 #   none   plain Ethernet (the default)
 #   vlan   802.1Q id 100, pushed by west, popped by east
@@ -154,15 +156,18 @@ nfb_stats() {
 	echo "$p $b"
 }
 
-# egress_qdisc default|noqueue on the routers' egress devices.
+# egress_qdisc default|noqueue|fq_codel on the routers' egress devices.
 egress_qdisc() {
 	local nd
 	for nd in "$NS_WEST:w1" "$NS_EAST:e1"; do
-		if [ "$1" = noqueue ]; then
-			in_ns "${nd%%:*}" tc qdisc replace dev "${nd#*:}" root noqueue
-		else
+		case "$1" in
+		noqueue | fq_codel)
+			in_ns "${nd%%:*}" tc qdisc replace dev "${nd#*:}" root "$1"
+			;;
+		*)
 			in_ns "${nd%%:*}" tc qdisc del dev "${nd#*:}" root 2>/dev/null || true
-		fi
+			;;
+		esac
 	done
 }
 
@@ -338,7 +343,11 @@ for link in $links; do
 		qs=$qdiscs
 		link_window=128
 		if [ "$link" = veth ]; then
-			qs=noqueue
+			qs=
+			for q in $qdiscs; do
+				case "$q" in noqueue | fq_codel) qs="$qs $q" ;; esac
+			done
+			[ -n "$qs" ] || qs=noqueue
 			link_window=0
 		fi
 		# Resolve every neighbour on the path, both ways, before measuring.
@@ -362,7 +371,7 @@ for link in $links; do
 			for g in $gro; do
 				topo_gro "$g"
 				for q in $qs; do
-					[ "$link" = veth ] || egress_qdisc "$q"
+					egress_qdisc "$q"
 					for flows in $flows_list; do
 						for train in $trains; do
 							[ "$flows" -gt 1 ] || [ "$train" = "${trains%% *}" ] || continue
