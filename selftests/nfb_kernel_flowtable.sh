@@ -197,5 +197,11 @@ check "nft_flowtable.sh [$series]: the module was attached in every module run (
 if [ "$ret" != 0 ]; then
 	echo "INFO: module run's output:"
 	sed 's/^/INFO:   /' "$tmp/module.log" | tail -n 40
+	# Last, so that a report cut to the output's tail still says which
+	# verdicts of which run differed.
+	for f in "$tmp"/stock*.verdicts "$tmp"/module*.verdicts; do
+		grep -H '^FAIL' "$f" | sed "s|^$tmp/|INFO: failed: |" || true
+	done
+	sed 's/^/INFO: stock vs module: /' "$tmp/diff"
 fi
 exit "$ret"
