@@ -11,6 +11,8 @@ set ylabel "instructions per packet"
 set xtics rotate by -30 scale 0
 set yrange [0:*]
 set grid ytics
+# A configuration not run (plain, say) leaves its bars out, not the plot.
+set datafile missing "NaN"
 set key top center horizontal
 plot dat using 2:xtic(1) title "plain forwarding", \
      '' using 3 title "stock flowtable", \
