@@ -384,6 +384,61 @@ static void nfb_enqueue_qdisc(struct sk_buff *skb, struct Qdisc *q,
 }
 
 /*
+ * Whether the bulk may go into @q under one hold of its lock: a qdisc with
+ * a root lock (fq_codel, Debian's default where there is a queue; mq's
+ * children; htb) and no size table, whose lengths need not be computed
+ * here.
+ */
+static bool nfb_qdisc_lockable(const struct Qdisc *q)
+{
+	return !(q->flags & TCQ_F_NOLOCK) && !rcu_access_pointer(q->stab);
+}
+
+/*
+ * The bulk into @q, a qdisc with a root lock, under one hold of that lock,
+ * each packet as __dev_xmit_skb() enqueues one; then the qdisc runs in this
+ * CPU's NET_TX softirq, right after this one (__netif_schedule():
+ * __qdisc_run() is not exported). A run on another CPU that holds the
+ * qdisc sends them already: the packets are in the queue before this lock
+ * is released, and a run ends only once it finds the queue empty under the
+ * lock. What the qdisc drops over its limit, it counts, as for
+ * dev_queue_xmit(). Per-flow order holds: a packet the stack sends later
+ * (a declined one) is queued behind these.
+ */
+static void nfb_enqueue_bulk(struct sk_buff *skb, struct Qdisc *q,
+			     u16 txq, struct nfb_net *nn)
+{
+	spinlock_t *root_lock = qdisc_lock(q);
+	struct sk_buff *next, *to_free = NULL;
+
+	for (next = skb; next; next = next->next) {
+		skb_set_queue_mapping(next, txq);
+		qdisc_skb_cb(next)->pkt_len = next->len;
+	}
+
+	spin_lock(root_lock);
+	if (unlikely(test_bit(__QDISC_STATE_DEACTIVATED, &q->state))) {
+		spin_unlock(root_lock);
+		for (; skb; skb = next) {
+			next = skb->next;
+			skb_mark_not_on_list(skb);
+			nfb_count_drop(nn, NFB_DROP_DEV_DOWN);
+			kfree_skb(skb);
+		}
+		return;
+	}
+	for (; skb; skb = next) {
+		next = skb->next;
+		skb_mark_not_on_list(skb);
+		q->enqueue(skb, q, &to_free);
+	}
+	spin_unlock(root_lock);
+	if (unlikely(to_free))
+		kfree_skb_list(to_free);
+	__netif_schedule(q);
+}
+
+/*
  * Transmit one bulk. The caller holds one reference on b->dev for the
  * whole call (the other packets' references are already released) and the
  * bulk's packets are counted in flight until it returns.
@@ -404,7 +459,7 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	bool validate = false, dst_release;
 	struct ethhdr eth __uninitialized;
 	struct ethhdr *ethp = NULL;
-	struct Qdisc *q, *bypass = NULL;
+	struct Qdisc *q, *bypass = NULL, *locked = NULL;
 	enum nfb_stop stop;
 	bool gso = false;
 	int cpu, err;
@@ -479,15 +534,22 @@ header:
 	q = rcu_dereference_bh(txq->qdisc);
 	if (nfb_dev_has_egress_hooks(dev))
 		r = NFB_FALLBACK_EGRESS_HOOK;
-	else if (q->enqueue && !nfb_qdisc_bypassable(q))
+	else if (q->enqueue && !nfb_qdisc_bypassable(q) &&
+		 !nfb_qdisc_lockable(q))
 		r = NFB_FALLBACK_QDISC;
+	else if (q->enqueue && !nfb_qdisc_bypassable(q))
+		r = __NFB_FALLBACK_MAX;	/* enqueued, not sent: no driver lock */
 	else if (READ_ONCE(txq->xmit_lock_owner) == cpu ||
 		 dev_xmit_recursion())
 		r = NFB_FALLBACK_BUSY;
 	else
 		r = __NFB_FALLBACK_MAX;
-	if (r == __NFB_FALLBACK_MAX && q->enqueue)
-		bypass = q;
+	if (r == __NFB_FALLBACK_MAX && q->enqueue) {
+		if (nfb_qdisc_bypassable(q))
+			bypass = q;
+		else
+			locked = q;
+	}
 	/* What __dev_queue_xmit() does with the route before the qdisc. */
 	dst_release = dev->priv_flags & IFF_XMIT_DST_RELEASE;
 
@@ -518,6 +580,9 @@ header:
 	}
 	if (!n)
 		return;
+	/* GSO packets need the qdisc's per-segment length: its own path. */
+	if (locked && gso)
+		goto queue;
 
 	/*
 	 * Behind a qdisc, only while it is empty and this CPU holds its run
@@ -539,6 +604,11 @@ header:
 
 	this_cpu_inc(nn->stats->bulks);
 	this_cpu_inc(nn->stats->hist[nfb_hist_bucket(n)]);
+	if (locked) {
+		/* Checksums and segments: the qdisc's run validates them. */
+		nfb_enqueue_bulk(list, locked, b->txq, nn);
+		return;
+	}
 
 	skb = validate ? nfb_validate_list(list, dev, nn) : list;
 	if (unlikely(!skb)) {

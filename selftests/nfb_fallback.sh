@@ -3,8 +3,11 @@
 #
 # TCP teardown and transmit fallbacks with the module attached:
 #   - TCP FIN and RST: declined (counted), the flow is torn down;
-#   - a qdisc, then a tc egress hook, on the router's ports: every byte
-#     delivered, every packet taken sent one by one and counted so;
+#   - a qdisc with a size table, then a tc egress hook, on the router's
+#     ports: every byte delivered, every packet taken sent one by one and
+#     counted so;
+#   - a qdisc with a root lock (pfifo, fq_codel): bulks are enqueued under
+#     one hold of the lock, every byte delivered, the qdisc counts them;
 #   - pfifo_fast: bulks pass it by while it is empty, and it counts them.
 set -eu
 # shellcheck source=selftests/lib.sh
@@ -64,7 +67,8 @@ check "tcp RST declined (tcp_flags)" \
 	busywait 10000 eval "[ \"\$(dc tcp_flags)\" -gt $d0 ]"
 check "tcp flow no longer offloaded after RST" busywait 15000 not_offloaded 5203
 
-# A qdisc, then a tc egress hook, on both router ports: every packet the
+# A qdisc with a size table (its packet lengths are the core's to
+# compute), then a tc egress hook, on both router ports: every packet the
 # module takes must leave one by one through dev_queue_xmit (or neigh_xmit
 # while a neighbour is being confirmed), none through the list path.  The
 # check is exact (taken == per-packet fallbacks, no bulk sent), so it does
@@ -88,44 +92,58 @@ fallback_check() {
 }
 
 for dev in r0 r1; do
-	ip netns exec "$R" tc qdisc replace dev "$dev" root pfifo
+	ip netns exec "$R" tc qdisc replace dev "$dev" root stab overhead 4 pfifo
 done
 before=$(fallback_snapshot qdisc)
-check "tcp through a qdisc" fp_tcp_copy 10.0.2.1 "$FP_TMP/in" "$FP_TMP/out"
+check "tcp through a qdisc with a size table" fp_tcp_copy 10.0.2.1 "$FP_TMP/in" "$FP_TMP/out"
 check "qdisc: data identical" cmp -s "$FP_TMP/in" "$FP_TMP/out"
 fallback_check qdisc qdisc "$before"
 for dev in r0 r1; do
 	ip netns exec "$R" tc qdisc del dev "$dev" root
 done
 
-# pfifo_fast (lockless, work-conserving: the default of single-queue
-# devices): while it is empty the module's list path passes it by, as the
-# core does for one packet, and the qdisc still counts every packet.
+# qdisc_sent KIND: packets the KIND qdiscs of both router ports sent.
 qdisc_sent() {
 	local dev n=0 v
 	for dev in r0 r1; do
 		v=$(ip netns exec "$R" tc -s -j qdisc show dev "$dev" root |
-			jq '[.[] | select(.kind == "pfifo_fast") | .packets] | add // 0')
+			jq --arg k "$1" '[.[] | select(.kind == $k) | .packets] | add // 0')
 		n=$((n + v))
 	done
 	echo "$n"
 }
-for dev in r0 r1; do
-	ip netns exec "$R" tc qdisc replace dev "$dev" root pfifo_fast
-done
-read -r tk0 _ _ b0 <<<"$(fallback_snapshot qdisc)"
-q0=$(qdisc_sent)
-check "tcp through pfifo_fast" fp_tcp_copy 10.0.2.1 "$FP_TMP/in" "$FP_TMP/out"
-check "pfifo_fast: data identical" cmp -s "$FP_TMP/in" "$FP_TMP/out"
-read -r tk1 _ _ b1 <<<"$(fallback_snapshot qdisc)"
-q1=$(qdisc_sent)
-check "pfifo_fast: bulks on the list path ($((b1 - b0)) for $((tk1 - tk0)) packets)" \
-	test "$b1" -gt "$b0"
-check "pfifo_fast: the qdisc counted every packet taken ($((q1 - q0)) >= $((tk1 - tk0)))" \
-	test $((q1 - q0)) -ge $((tk1 - tk0))
-for dev in r0 r1; do
-	ip netns exec "$R" tc qdisc del dev "$dev" root
-done
+
+# qdisc_bulks KIND [tc options]: KIND on both router ports; TCP through it.
+# Every byte arrives, the module sends bulks, and the qdisc counts at
+# least every packet the module took (the stack's own packets too).
+qdisc_bulks() {
+	local kind=$1 tk0 tk1 b0 b1 q0 q1 dev
+	for dev in r0 r1; do
+		ip netns exec "$R" tc qdisc replace dev "$dev" root "$@"
+	done
+	read -r tk0 _ _ b0 <<<"$(fallback_snapshot qdisc)"
+	q0=$(qdisc_sent "$kind")
+	check "tcp through $kind" fp_tcp_copy 10.0.2.1 "$FP_TMP/in" "$FP_TMP/out"
+	check "$kind: data identical" cmp -s "$FP_TMP/in" "$FP_TMP/out"
+	read -r tk1 _ _ b1 <<<"$(fallback_snapshot qdisc)"
+	q1=$(qdisc_sent "$kind")
+	check "$kind: packets taken ($((tk1 - tk0)))" test $((tk1 - tk0)) -gt 0
+	check "$kind: bulks ($((b1 - b0)) for $((tk1 - tk0)) packets)" \
+		test "$b1" -gt "$b0"
+	check "$kind: the qdisc counted every packet taken ($((q1 - q0)) >= $((tk1 - tk0)))" \
+		test $((q1 - q0)) -ge $((tk1 - tk0))
+	for dev in r0 r1; do
+		ip netns exec "$R" tc qdisc del dev "$dev" root
+	done
+}
+
+# pfifo and fq_codel have a root lock: the bulk is enqueued under one hold
+# of it and the qdisc runs after. pfifo_fast (lockless, work-conserving:
+# the default of single-queue devices): while it is empty the module's
+# list path passes it by, as the core does for one packet.
+qdisc_bulks pfifo
+qdisc_bulks fq_codel
+qdisc_bulks pfifo_fast
 
 # The root qdisc stays noqueue; only the clsact egress hook is in the way.
 for dev in r0 r1; do
