@@ -236,10 +236,12 @@ static bool nfb_qdisc_bypassable(const struct Qdisc *q)
 }
 
 /*
- * Put @skb (a list) back at the head of lockless qdisc @q, as
- * dev_requeue_skb() of net/sched/sch_generic.c (static; the same in 6.1
- * and 6.12) does when sch_direct_xmit() finds the driver busy: the qdisc
- * sends it first when it runs again (qdisc_run_end() sees MISSED).
+ * Put @skb (a list) back at the head of qdisc @q, as dev_requeue_skb() of
+ * net/sched/sch_generic.c (static; the same in 6.1 and 6.12) does when
+ * sch_direct_xmit() finds the driver busy: the qdisc sends it first when
+ * it runs again (a lockless one: qdisc_run_end() sees MISSED; one with a
+ * root lock: nfb_run_end() schedules it). qdisc_lock() is the root lock of
+ * a qdisc that has one.
  */
 static void nfb_requeue(struct sk_buff *skb, struct Qdisc *q)
 {
@@ -262,7 +264,42 @@ static void nfb_requeue(struct sk_buff *skb, struct Qdisc *q)
 		skb = next;
 	}
 	spin_unlock(lock);
-	set_bit(__QDISC_STATE_MISSED, &q->state);
+	if (q->flags & TCQ_F_NOLOCK)
+		set_bit(__QDISC_STATE_MISSED, &q->state);
+}
+
+/* Count @skb in the statistics of @q, as __dev_xmit_skb() on a bypass. */
+static void nfb_qdisc_bstats(struct Qdisc *q, const struct sk_buff *skb)
+{
+	if (qdisc_is_percpu_stats(q))
+		qdisc_bstats_cpu_update(q, skb);
+	else
+		qdisc_bstats_update(q, skb);
+}
+
+/*
+ * End this CPU's run of @q, and schedule the qdisc when packets wait in
+ * it: those another CPU queued while this one held the run (that CPU
+ * could not run it), or those put back. A qdisc with a root lock changes
+ * its run state under that lock only, and the queue is looked at under it
+ * too, so that a packet queued meanwhile is either seen here or finds the
+ * run free.
+ */
+static void nfb_run_end(struct Qdisc *q)
+{
+	spinlock_t *root_lock = qdisc_lock(q);
+
+	if (q->flags & TCQ_F_NOLOCK) {
+		qdisc_run_end(q);
+		if (!nolock_qdisc_is_empty(q))
+			__netif_schedule(q);
+		return;
+	}
+	spin_lock(root_lock);
+	qdisc_run_end(q);
+	if (qdisc_qlen(q))
+		__netif_schedule(q);
+	spin_unlock(root_lock);
 }
 
 /* Why nfb_start_xmit_list() stopped before the end of its list. */
@@ -293,11 +330,11 @@ static enum nfb_stop nfb_start_xmit_list(struct sk_buff *skb,
 		netdev_tx_t rc;
 
 		if (bypass) {
-			if (unlikely(!nolock_qdisc_is_empty(bypass))) {
+			if (unlikely(!qdisc_is_empty(bypass))) {
 				*rest = skb;
 				return NFB_STOP_QDISC;
 			}
-			qdisc_bstats_cpu_update(bypass, skb);
+			nfb_qdisc_bstats(bypass, skb);
 		}
 		skb_mark_not_on_list(skb);
 		if (nit)
@@ -313,7 +350,7 @@ static enum nfb_stop nfb_start_xmit_list(struct sk_buff *skb,
 				     netif_xmit_stopped(txq))) {
 			/* __dev_xmit_skb() counts it, then finds the queue stopped. */
 			if (bypass)
-				qdisc_bstats_cpu_update(bypass, skb);
+				nfb_qdisc_bstats(bypass, skb);
 			*rest = skb;
 			return NFB_STOP_DRIVER;
 		}
@@ -371,14 +408,21 @@ static unsigned int nfb_hist_bucket(unsigned int n)
 static void nfb_enqueue_qdisc(struct sk_buff *skb, struct Qdisc *q,
 			      struct nfb_net *nn)
 {
+	spinlock_t *root_lock = NULL;
 	struct sk_buff *next, *to_free = NULL;
 
+	if (!(q->flags & TCQ_F_NOLOCK)) {
+		root_lock = qdisc_lock(q);
+		spin_lock(root_lock);
+	}
 	for (; skb; skb = next) {
 		next = skb->next;
 		skb_mark_not_on_list(skb);
 		nfb_count_fallback(nn, NFB_FALLBACK_QDISC);
 		q->enqueue(skb, q, &to_free);
 	}
+	if (root_lock)
+		spin_unlock(root_lock);
 	if (unlikely(to_free))
 		kfree_skb_list(to_free);
 }
@@ -395,28 +439,24 @@ static bool nfb_qdisc_lockable(const struct Qdisc *q)
 }
 
 /*
- * The bulk into @q, a qdisc with a root lock, under one hold of that lock,
- * each packet as __dev_xmit_skb() enqueues one; then the qdisc runs in this
- * CPU's NET_TX softirq, right after this one (__netif_schedule():
- * __qdisc_run() is not exported). A run on another CPU that holds the
- * qdisc sends them already: the packets are in the queue before this lock
- * is released, and a run ends only once it finds the queue empty under the
- * lock. What the qdisc drops over its limit, it counts, as for
- * dev_queue_xmit(). Per-flow order holds: a packet the stack sends later
- * (a declined one) is queued behind these.
+ * The bulk into @q, a qdisc with a root lock that cannot be passed by (not
+ * empty, or a shaper such as htb), under one hold of that lock, which the
+ * caller holds and this releases: each packet as __dev_xmit_skb() enqueues
+ * one; then the qdisc runs in this CPU's NET_TX softirq, right after this
+ * one (__netif_schedule(): __qdisc_run() is not exported). A run on
+ * another CPU that holds the qdisc sends them already: the packets are in
+ * the queue before the lock is released, and a run ends only once it
+ * finds the queue empty under the lock. What the qdisc drops over its
+ * limit, it counts, as for dev_queue_xmit(). Per-flow order holds: a
+ * packet the stack sends later (a declined one) is queued behind these.
+ * The caller set each packet's queue mapping and qdisc length.
  */
 static void nfb_enqueue_bulk(struct sk_buff *skb, struct Qdisc *q,
-			     u16 txq, struct nfb_net *nn)
+			     struct nfb_net *nn)
 {
 	spinlock_t *root_lock = qdisc_lock(q);
 	struct sk_buff *next, *to_free = NULL;
 
-	for (next = skb; next; next = next->next) {
-		skb_set_queue_mapping(next, txq);
-		qdisc_skb_cb(next)->pkt_len = next->len;
-	}
-
-	spin_lock(root_lock);
 	if (unlikely(test_bit(__QDISC_STATE_DEACTIVATED, &q->state))) {
 		spin_unlock(root_lock);
 		for (; skb; skb = next) {
@@ -537,8 +577,6 @@ header:
 	else if (q->enqueue && !nfb_qdisc_bypassable(q) &&
 		 !nfb_qdisc_lockable(q))
 		r = NFB_FALLBACK_QDISC;
-	else if (q->enqueue && !nfb_qdisc_bypassable(q))
-		r = __NFB_FALLBACK_MAX;	/* enqueued, not sent: no driver lock */
 	else if (READ_ONCE(txq->xmit_lock_owner) == cpu ||
 		 dev_xmit_recursion())
 		r = NFB_FALLBACK_BUSY;
@@ -580,15 +618,11 @@ header:
 	}
 	if (!n)
 		return;
-	/* GSO packets need the qdisc's per-segment length: its own path. */
-	if (locked && gso)
-		goto queue;
 
 	/*
-	 * Behind a qdisc, only while it is empty and this CPU holds its run
-	 * lock, as __dev_xmit_skb() sends a packet directly. GSO packets
-	 * would need the qdisc's per-segment length: they take the qdisc's
-	 * own path.
+	 * Behind a qdisc, only while it is empty and this CPU holds its run,
+	 * as __dev_xmit_skb() sends a packet directly. GSO packets would need
+	 * the qdisc's per-segment length: they take the qdisc's own path.
 	 */
 	if (bypass) {
 		if (gso || !nolock_qdisc_is_empty(q) || !qdisc_run_begin(q))
@@ -598,22 +632,44 @@ header:
 			qdisc_run_end(q);
 			goto queue;
 		}
+	} else if (locked) {
+		spinlock_t *root_lock = qdisc_lock(q);
+
+		if (gso)
+			goto queue;
+		for (skb = list; skb; skb = skb->next) {
+			skb_set_queue_mapping(skb, b->txq);
+			qdisc_skb_cb(skb)->pkt_len = skb->len;
+		}
+		this_cpu_inc(nn->stats->bulks);
+		this_cpu_inc(nn->stats->hist[nfb_hist_bucket(n)]);
+		/*
+		 * Under the root lock, as __dev_xmit_skb(): an empty qdisc
+		 * that allows it (fq_codel, pfifo, sfq) is passed by while
+		 * this CPU holds its run; anything else gets the bulk queued.
+		 */
+		spin_lock(root_lock);
+		if (!(q->flags & TCQ_F_CAN_BYPASS) || qdisc_qlen(q) ||
+		    test_bit(__QDISC_STATE_DEACTIVATED, &q->state) ||
+		    !qdisc_run_begin(q)) {
+			nfb_enqueue_bulk(list, q, nn);
+			return;
+		}
+		spin_unlock(root_lock);
+		bypass = q;
+		goto bulk;
+	}
+	if (bypass)
 		for (skb = list; skb; skb = skb->next)
 			qdisc_skb_cb(skb)->pkt_len = skb->len;
-	}
 
 	this_cpu_inc(nn->stats->bulks);
 	this_cpu_inc(nn->stats->hist[nfb_hist_bucket(n)]);
-	if (locked) {
-		/* Checksums and segments: the qdisc's run validates them. */
-		nfb_enqueue_bulk(list, locked, b->txq, nn);
-		return;
-	}
-
+bulk:
 	skb = validate ? nfb_validate_list(list, dev, nn) : list;
 	if (unlikely(!skb)) {
 		if (bypass)
-			qdisc_run_end(q);
+			nfb_run_end(q);
 		return;
 	}
 	/*
@@ -637,7 +693,7 @@ header:
 		 * finds the queue stopped; nfb_start_xmit_list() counts the
 		 * first one of @rest, which the requeue below then leaves out.
 		 */
-		qdisc_bstats_cpu_update(bypass, skb);
+		nfb_qdisc_bstats(bypass, skb);
 	}
 	HARD_TX_UNLOCK(dev, txq);
 
@@ -652,15 +708,13 @@ header:
 			nfb_count_fallback(nn, NFB_FALLBACK_BUSY);
 			for (skb = rest->next; skb; skb = skb->next) {
 				nfb_count_fallback(nn, NFB_FALLBACK_BUSY);
-				qdisc_bstats_cpu_update(q, skb);
+				nfb_qdisc_bstats(q, skb);
 			}
 			nfb_requeue(rest, q);
 		} else if (stop == NFB_STOP_QDISC) {
 			nfb_enqueue_qdisc(rest, q, nn);
 		}
-		qdisc_run_end(q);
-		if (!nolock_qdisc_is_empty(q))
-			__netif_schedule(q);
+		nfb_run_end(q);
 		return;
 	}
 
