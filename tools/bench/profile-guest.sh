@@ -30,6 +30,10 @@ bench_start
 
 topo_create veth "$encap"
 topo_gro "$gro"
+if [ -n "${NFB_PROFILE_QDISC:-}" ]; then
+	ip netns exec "$NS_WEST" tc qdisc replace dev w1 root "$NFB_PROFILE_QDISC"
+	ip netns exec "$NS_EAST" tc qdisc replace dev e1 root "$NFB_PROFILE_QDISC"
+fi
 if [ "$config" = bulk ]; then
 	nfb_load_module
 	topo_flowtable_add early_ingress
