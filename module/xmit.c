@@ -404,6 +404,20 @@ static unsigned int nfb_hist_bucket(unsigned int n)
 	return min_t(unsigned int, ilog2(n), NFB_HIST_BUCKETS - 1);
 }
 
+/* Drop the list @skb, each packet counted as @reason. */
+static void nfb_drop_list(struct sk_buff *skb, struct nfb_net *nn,
+			  enum nfb_drop_reason reason)
+{
+	struct sk_buff *next;
+
+	for (; skb; skb = next) {
+		next = skb->next;
+		skb_mark_not_on_list(skb);
+		nfb_count_drop(nn, reason);
+		kfree_skb(skb);
+	}
+}
+
 /* The bulk's packets, from @skb on, each to @q as dev_qdisc_enqueue(). */
 static void nfb_enqueue_qdisc(struct sk_buff *skb, struct Qdisc *q,
 			      struct nfb_net *nn)
@@ -449,9 +463,9 @@ static bool nfb_qdisc_lockable(const struct Qdisc *q)
  * finds the queue empty under the lock. What the qdisc drops over its
  * limit, it counts, as for dev_queue_xmit(). Per-flow order holds: a
  * packet the stack sends later (a declined one) is queued behind these.
- * The caller set each packet's queue mapping and qdisc length.
+ * The caller set each packet's qdisc length.
  */
-static void nfb_enqueue_bulk(struct sk_buff *skb, struct Qdisc *q,
+static void nfb_enqueue_bulk(struct sk_buff *skb, struct Qdisc *q, u16 txq,
 			     struct nfb_net *nn)
 {
 	spinlock_t *root_lock = qdisc_lock(q);
@@ -459,17 +473,13 @@ static void nfb_enqueue_bulk(struct sk_buff *skb, struct Qdisc *q,
 
 	if (unlikely(test_bit(__QDISC_STATE_DEACTIVATED, &q->state))) {
 		spin_unlock(root_lock);
-		for (; skb; skb = next) {
-			next = skb->next;
-			skb_mark_not_on_list(skb);
-			nfb_count_drop(nn, NFB_DROP_DEV_DOWN);
-			kfree_skb(skb);
-		}
+		nfb_drop_list(skb, nn, NFB_DROP_DEV_DOWN);
 		return;
 	}
 	for (; skb; skb = next) {
 		next = skb->next;
 		skb_mark_not_on_list(skb);
+		skb_set_queue_mapping(skb, txq);
 		q->enqueue(skb, q, &to_free);
 	}
 	spin_unlock(root_lock);
@@ -508,12 +518,7 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	skb = b->head;
 
 	if (unlikely(!netif_running(dev))) {
-		for (; skb; skb = next) {
-			next = skb->next;
-			skb_mark_not_on_list(skb);
-			nfb_count_drop(nn, NFB_DROP_DEV_DOWN);
-			kfree_skb(skb);
-		}
+		nfb_drop_list(skb, nn, NFB_DROP_DEV_DOWN);
 		return;
 	}
 
@@ -624,25 +629,27 @@ header:
 	 * as __dev_xmit_skb() sends a packet directly. GSO packets would need
 	 * the qdisc's per-segment length: they take the qdisc's own path.
 	 */
+	if (gso && (bypass || locked))
+		goto queue;
 	if (bypass) {
-		if (gso || !nolock_qdisc_is_empty(q) || !qdisc_run_begin(q))
+		if (!nolock_qdisc_is_empty(q) || !qdisc_run_begin(q))
 			goto queue;
 		/* Recheck under the run lock: a requeue may have raced us. */
 		if (unlikely(!nolock_qdisc_is_empty(q))) {
 			qdisc_run_end(q);
 			goto queue;
 		}
-	} else if (locked) {
+	}
+	if (bypass || locked)
+		for (skb = list; skb; skb = skb->next)
+			qdisc_skb_cb(skb)->pkt_len = skb->len;
+
+	this_cpu_inc(nn->stats->bulks);
+	this_cpu_inc(nn->stats->hist[nfb_hist_bucket(n)]);
+
+	if (locked) {
 		spinlock_t *root_lock = qdisc_lock(q);
 
-		if (gso)
-			goto queue;
-		for (skb = list; skb; skb = skb->next) {
-			skb_set_queue_mapping(skb, b->txq);
-			qdisc_skb_cb(skb)->pkt_len = skb->len;
-		}
-		this_cpu_inc(nn->stats->bulks);
-		this_cpu_inc(nn->stats->hist[nfb_hist_bucket(n)]);
 		/*
 		 * Under the root lock, as __dev_xmit_skb(): an empty qdisc
 		 * that allows it (fq_codel, pfifo, sfq) is passed by while
@@ -652,20 +659,13 @@ header:
 		if (!(q->flags & TCQ_F_CAN_BYPASS) || qdisc_qlen(q) ||
 		    test_bit(__QDISC_STATE_DEACTIVATED, &q->state) ||
 		    !qdisc_run_begin(q)) {
-			nfb_enqueue_bulk(list, q, nn);
+			nfb_enqueue_bulk(list, q, b->txq, nn);
 			return;
 		}
 		spin_unlock(root_lock);
 		bypass = q;
-		goto bulk;
 	}
-	if (bypass)
-		for (skb = list; skb; skb = skb->next)
-			qdisc_skb_cb(skb)->pkt_len = skb->len;
 
-	this_cpu_inc(nn->stats->bulks);
-	this_cpu_inc(nn->stats->hist[nfb_hist_bucket(n)]);
-bulk:
 	skb = validate ? nfb_validate_list(list, dev, nn) : list;
 	if (unlikely(!skb)) {
 		if (bypass)
