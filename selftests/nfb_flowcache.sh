@@ -152,6 +152,24 @@ delivered_ok() {
 		[ $((rx * 100)) -ge $((95 * $2)) ]
 }
 
+# ten_rounds WHAT WHAT-TAKEN AGAIN FIRST FROM SENT ADDR: ten rounds from C
+# through R, seq FIRST on. The SENT rounds of seq FROM to FIRST + 9 must
+# arrive as delivered_ok says, from ADDR, and the module must have taken
+# 90 % of the ten rounds.
+ten_rounds() {
+	local what=$1 what_taken=$2 again=$3 first=$4 from=$5 addr=$7 t0 t1 v total
+	total=$((FLOWS * $6))
+	t0=$(fp_taken "$R")
+	send "$C" "$first" 10
+	busywait 30000 received "$FP_TMP/rx" "$first" 10 "$addr" || true
+	v=$(verdict "$FP_TMP/rx" "$from" $((first + 10 - from)) "$addr")
+	echo "INFO: the server's socket dropped $(sink_drops "$S") datagrams so far (full buffer)"
+	check "$what: $(delivered_ok "$v" "$total" || true)" delivered_ok "$v" "$total"
+	t1=$(fp_taken "$R")
+	check "$what_taken: the module took $((t1 - t0)) of $((FLOWS * 10))$again" \
+		test $((t1 - t0)) -ge $((FLOWS * 9))
+}
+
 # send_both FIRST ROUNDS: FEW flows (source ports 42000 on) through each
 # router, one process, C's datagram of flow f then C2's, from CPU 0.
 send_both() {
@@ -212,16 +230,7 @@ busywait 30000 fp_udp_listening "$S" "$PORT"
 send "$C" 0 3
 check "$FLOWS flows offloaded" busywait 20000 offloaded "$R"
 
-t0=$(fp_taken "$R")
-send "$C" 10 10
-busywait 30000 received "$FP_TMP/rx" 10 10 10.0.2.100 || true
-v=$(verdict "$FP_TMP/rx" 10 10 10.0.2.100)
-echo "INFO: the server's socket dropped $(sink_drops "$S") datagrams so far (full buffer)"
-check "$FLOWS flows round-robin: $(delivered_ok "$v" $((FLOWS * 10)) || true)" \
-	delivered_ok "$v" $((FLOWS * 10))
-t1=$(fp_taken "$R")
-check "$FLOWS flows round-robin: the module took $((t1 - t0)) of $((FLOWS * 10))" \
-	test $((t1 - t0)) -ge $((FLOWS * 9))
+ten_rounds "$FLOWS flows round-robin" "$FLOWS flows round-robin" "" 10 10 10 10.0.2.100
 
 # The rule moves to another address and conntrack is flushed: the same
 # flowtable's flows for the same tuples die (their conntrack entries
@@ -233,16 +242,7 @@ ip netns exec "$R" nft add rule inet fp post oifname r1 meta nfproto ipv4 snat i
 ip netns exec "$R" conntrack -F >/dev/null 2>&1 || true
 send "$C" 100 3
 check "$FLOWS flows offloaded again" busywait 20000 offloaded "$R"
-t0=$(fp_taken "$R")
-send "$C" 110 10
-busywait 30000 received "$FP_TMP/rx" 110 10 10.0.2.101 || true
-v=$(verdict "$FP_TMP/rx" 100 20 10.0.2.101)
-echo "INFO: the server's socket dropped $(sink_drops "$S") datagrams so far (full buffer)"
-check "SNAT moved, conntrack flushed: $(delivered_ok "$v" $((FLOWS * 13)) || true)" \
-	delivered_ok "$v" $((FLOWS * 13))
-t1=$(fp_taken "$R")
-check "SNAT moved: the module took $((t1 - t0)) of $((FLOWS * 10)) again" \
-	test $((t1 - t0)) -ge $((FLOWS * 9))
+ten_rounds "SNAT moved, conntrack flushed" "SNAT moved" " again" 110 100 13 10.0.2.101
 
 # A second router, R2, with the same addresses, device indexes, ruleset
 # and flowtable, and another SNAT address. A few flows (the cache then
