@@ -271,7 +271,7 @@ static int __init nf_flow_bulk_init(void)
 
 	if (!NFB_KERNEL_PROVEN) {
 		if (!nfb_unproven_kernel) {
-			pr_err("not proven on Linux %s: the kernel's nft_flowtable.sh fails with the module attached; not loading (unproven_kernel=1 loads it for testing)\n",
+			pr_err("not proven on Linux %s: the project's selftests do not all pass there; not loading (unproven_kernel=1 loads it for testing)\n",
 			       init_utsname()->release);
 			return -EOPNOTSUPP;
 		}
