@@ -4,7 +4,8 @@
 # Slow-path cases with the module attached: they must behave as without it.
 #   - TTL / hop limit 1 on an offloaded flow: ICMP time exceeded comes back;
 #   - a packet over the egress MTU: ICMP frag-needed / packet-too-big;
-#   - a route change: the stale route is noticed (declined, flow re-made);
+#   - a route change: the stale route is noticed (declined, flow re-made;
+#     on 7.x the flowtable's own GC may tear the flow down first);
 #   - neighbour entry flushed: packets go through neigh_xmit, none lost.
 # TCP FIN/RST and the transmit fallbacks are in nfb_fallback.sh.
 set -eu
@@ -70,7 +71,15 @@ for addr in 10.0.2.1 fd00:2::1; do
 	check "ipv$v: oversized packet declined (mtu)" test "$(dc mtu)" -gt "$d0"
 
 	# Route change: the cached route goes stale, the flow is re-made.
+	# On 6.1 and 6.12 only the packet path checks the route: the module
+	# must decline the next packet (dst_stale), as the stock hook tears
+	# the flow down there. 7.x's flowtable GC checks both directions'
+	# routes too (nf_flow_offload_gc_step(), once a second) and may tear
+	# the flow down before the first packet comes: that packet then
+	# misses the flowtable (miss), with the module as without it. A
+	# module that used the stale route moves neither counter.
 	d0=$(dc dst_stale)
+	m0=$(dc miss)
 	if [ "$v" = 4 ]; then
 		ip -n "$R" route add 10.0.2.1/32 dev r1
 	else
@@ -78,7 +87,11 @@ for addr in 10.0.2.1 fd00:2::1; do
 	fi
 	n=$(fp_udpc "$addr" 7000 "send 10")
 	check "ipv$v: route change: all echoes ($n/10)" test "$n" -eq 10
-	check "ipv$v: route change noticed (dst_stale)" test "$(dc dst_stale)" -gt "$d0"
+	d1=$(dc dst_stale)
+	m1=$(dc miss)
+	echo "# ipv$v: route change: declined dst_stale $((d1 - d0)), miss $((m1 - m0))"
+	check "ipv$v: route change noticed (dst_stale, or torn down by 7.x's GC: miss)" \
+		test "$d1" -gt "$d0" -o "$m1" -gt "$m0"
 
 	# Neighbour flushed: packets wait for resolution, none is lost. S's
 	# entry for R goes first: S probing it (a unicast ARP / NS once it is
