@@ -58,6 +58,16 @@ fp_kernel_pushes_encap() {
 	[ "$major" -gt 6 ] || { [ "$major" -eq 6 ] && [ "$minor" -ge 19 ]; }
 }
 
+# fp_kernel_flow_closing: true on kernels (7.x) whose flowtable marks a TCP
+# flow closing on FIN or RST (NF_FLOW_CLOSING) instead of tearing it down,
+# and tears it down on a SYN that comes while it is closing. Read from the
+# kernel's own type information (the BTF of nf_flow_table, loaded by then),
+# not from the module, which probes this at build time (FLOW_CLOSING in
+# module/conftest.sh) and must agree.
+fp_kernel_flow_closing() {
+	grep -qa NF_FLOW_CLOSING /sys/kernel/btf/nf_flow_table
+}
+
 # fp_stream_recv NS ADDR PORT: nfb_encap.py's receiver of a numbered stream
 # in NS, until its end marker; its verdict goes to $FP_TMP/verdict.PORT.
 fp_stream_recv() {
