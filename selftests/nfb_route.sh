@@ -6,6 +6,12 @@
 # solicitations, the packets waiting for resolution come back to the
 # client as ICMP host unreachable (IPv4) / address unreachable (IPv6),
 # with the module as without it. dst_link_failure() needs the route.
+# On kernels whose stock hook transmits with dev_queue_xmit() (6.19 on,
+# fp_kernel_pushes_encap), the stock hook takes the neighbour's address as
+# it is, without resolving it: a vanished next hop gets the packets sent to
+# an unresolved (all-zero) address and no error comes back. The module
+# does not copy that silent loss: it still resolves through neigh_xmit()
+# and the errors come back; the stock run is shown, not checked, there.
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -52,8 +58,13 @@ unreachable_case() {
 	t0=$(fp_taken "$R")
 	f0=$(fb neigh)
 	fp_udpc "$addr" 7000 "send 3" >/dev/null
-	check "$who ipv$v: unreachable errors come back" \
-		busywait 10000 eval "[ \"\$(fp_nstat '$C' $cnt)\" -gt $u0 ]"
+	if [ "$who" = stock ] && fp_kernel_pushes_encap; then
+		busywait 3000 eval "[ \"\$(fp_nstat '$C' $cnt)\" -gt $u0 ]" || true
+		echo "# stock ipv$v (this kernel's hook does not resolve): $(($(fp_nstat "$C" "$cnt") - u0)) unreachable errors"
+	else
+		check "$who ipv$v: unreachable errors come back" \
+			busywait 10000 eval "[ \"\$(fp_nstat '$C' $cnt)\" -gt $u0 ]"
+	fi
 	if [ "$who" = module ]; then
 		check "module ipv$v: the packets were the module's (taken, neigh_xmit)" \
 			eval "[ \"\$(fp_stat '$R' 't[\"packets\"]')\" -ge $((t0 + 3)) ] &&
