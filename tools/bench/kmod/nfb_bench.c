@@ -35,6 +35,10 @@
  */
 #include <linux/debugfs.h>
 #include <linux/etherdevice.h>
+/* mac_pton(): in kernel.h until 6.x, in hex.h, included by neither, on 7.x. */
+#if __has_include(<linux/hex.h>)
+#include <linux/hex.h>
+#endif
 #include <linux/inet.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
