@@ -6,11 +6,13 @@
 # it; nothing of it is in this repository), run twice: with the stock
 # flowtable alone, then with the module attached to its flowtable. Both
 # runs must pass the same subtests, and the module must have taken packets.
-# The kernel's script has timing of its own (its dscp_fwd subtest once
-# failed under TCG with the stock flowtable alone): a stock run that fails,
-# or a module run whose verdicts differ, is shown and repeated once, and the
-# repeat is what counts; but a file that arrives whole with other bytes, in
-# any run, fails the test: that is corruption, never timing.
+# The kernel's script has timing of its own: 6.12's dscp_fwd subtest fails
+# under TCG with the stock flowtable alone as with the module, on a quiet
+# host every time. Such subtests (timing_subtests) are shown, not compared.
+# A stock run that fails another, or a module run whose other verdicts
+# differ, is shown and repeated, and the last repeat is what counts; but a
+# file that arrives whole with other bytes, in any run, fails the test:
+# that is corruption, never timing.
 #
 # The kernel's script is run unmodified but for what TCG needs:
 #   6.1   (tools/testing/selftests/netfilter): its files are 8 to 136 MiB and
@@ -105,15 +107,28 @@ exit \$rc
 EOF
 chmod +x "$tmp/shim/nft"
 
+# The subtests whose verdict depends on timing under TCG, with the stock
+# flowtable alone as with the module: 6.12's dscp_fwd (pmtu 0) wants
+# packets of the transfer both before and after the flow is offloaded.
+# In a clean-clone make check on a quiet host (5 December) it failed in
+# all three stock runs and two of three module runs ("expected dscp3 and
+# dscp0 > 0 but got 42 , 0"); on loaded hosts it mostly passes. They are
+# shown, not compared.
+timing_subtests='dscp_fwd'
+
 # run NAME [shim]: the kernel's script; its PASS / FAIL lines, with the
-# namespaces' random suffixes taken out, in $tmp/NAME.verdicts.
+# namespaces' random suffixes and the counts after "but got" taken out, in
+# $tmp/NAME.verdicts; those of the timing subtests in $tmp/NAME.timing,
+# the others in $tmp/NAME.cmp, which is what is compared.
 run() {
 	local name=$1 path=$PATH rc=0
 	[ "${2:-}" != shim ] || path=$tmp/shim:$PATH
 	(cd "$tmp/$dir" && PATH=$path NFB_KFT_RUN=$name ./nft_flowtable.sh "${args[@]}") \
 		>"$tmp/$name.log" 2>&1 || rc=$?
 	grep -E '^(PASS|FAIL):' "$tmp/$name.log" |
-		sed -E 's/-[A-Za-z0-9]{6,8}\b//g' >"$tmp/$name.verdicts" || true
+		sed -E -e 's/-[A-Za-z0-9]{6,8}\b//g' -e 's/ *but got .*$//' >"$tmp/$name.verdicts" || true
+	grep -E "$timing_subtests" "$tmp/$name.verdicts" >"$tmp/$name.timing" || true
+	grep -vE "$timing_subtests" "$tmp/$name.verdicts" >"$tmp/$name.cmp" || true
 	echo "INFO: $name: exit $rc, $(grep -c '^PASS' "$tmp/$name.verdicts") PASS, $(grep -c '^FAIL' "$tmp/$name.verdicts") FAIL"
 	echo "$rc" >"$tmp/$name.rc"
 	# The script follows "FAIL: file mismatch" with ls -l of both files.
@@ -150,24 +165,38 @@ again() {
 	sed 's/^/INFO:   /' "$tmp/$name.log" | tail -n 30
 	echo "INFO: $name run once more, as $name$n"
 	run "$name$n" "$@"
-	for f in log verdicts rc; do
+	for f in log verdicts timing cmp rc; do
 		mv "$tmp/$name.$f" "$tmp/$name-before$n.$f"
 		mv "$tmp/$name$n.$f" "$tmp/$name.$f"
 	done
 }
 
+# stock_passes: the stock run failed nothing but timing subtests, and
+# exited 0 unless one of those failed.
+stock_passes() {
+	! grep -q '^FAIL' "$tmp/stock.cmp" &&
+		{ [ "$(cat "$tmp/stock.rc")" = 0 ] || grep -q '^FAIL' "$tmp/stock.timing"; }
+}
+# same_as_stock: the module run's verdicts are the stock run's, timing
+# subtests aside, and it exited as stock did unless a timing subtest went
+# differently.
+same_as_stock() {
+	cmp -s "$tmp/stock.cmp" "$tmp/module.cmp" &&
+		{ [ "$(cat "$tmp/module.rc")" = "$(cat "$tmp/stock.rc")" ] ||
+			! cmp -s "$tmp/stock.timing" "$tmp/module.timing"; }
+}
+
 nfb_load_module
 run stock
 for n in 2 3; do
-	[ "$(cat "$tmp/stock.rc")" = 0 ] || again stock "$n"
+	stock_passes || again stock "$n"
 done
 echo "p:nfbkft/enq nf_flow_bulk:nfb_enqueue" >>"$TRACE/kprobe_events"
 echo 1 >"$TRACE/events/nfbkft/enq/enable"
 run module shim
 module_runs=1
 for n in 2 3; do
-	if ! cmp -s "$tmp/stock.verdicts" "$tmp/module.verdicts" ||
-		[ "$(cat "$tmp/module.rc")" != "$(cat "$tmp/stock.rc")" ]; then
+	if ! same_as_stock; then
 		diff -u "$tmp/stock.verdicts" "$tmp/module.verdicts" | sed 's/^/INFO: /' || true
 		again module "$n" shim
 		module_runs=$n
@@ -178,15 +207,18 @@ attached=$(find "$tmp" -maxdepth 1 -name 'attached.module*' | wc -l)
 echo "INFO: module: attached in $attached of $module_runs run(s), took ${taken:-?} packets"
 sed 's/^/INFO: attach: /' "$tmp/attach.log" 2>/dev/null || true
 
-check "nft_flowtable.sh [$series] with the stock flowtable alone: passes" \
-	test "$(cat "$tmp/stock.rc")" = 0
-if ! diff -u "$tmp/stock.verdicts" "$tmp/module.verdicts" >"$tmp/diff"; then
+for kind in stock module; do
+	sed "s/^/INFO: $kind, timing subtest: /" "$tmp/$kind.timing"
+done
+check "nft_flowtable.sh [$series] with the stock flowtable alone: passes ($timing_subtests aside)" \
+	stock_passes
+if ! diff -u "$tmp/stock.cmp" "$tmp/module.cmp" >"$tmp/diff"; then
 	sed 's/^/INFO: /' "$tmp/diff"
 fi
-check "nft_flowtable.sh [$series] with the module attached: the same $(wc -l <"$tmp/stock.verdicts") verdicts as stock" \
-	cmp -s "$tmp/stock.verdicts" "$tmp/module.verdicts"
-check "nft_flowtable.sh [$series] with the module attached: exits as stock" \
-	test "$(cat "$tmp/module.rc")" = "$(cat "$tmp/stock.rc")"
+check "nft_flowtable.sh [$series] with the module attached: the same $(wc -l <"$tmp/stock.cmp") verdicts as stock ($timing_subtests aside)" \
+	cmp -s "$tmp/stock.cmp" "$tmp/module.cmp"
+check "nft_flowtable.sh [$series] with the module attached: exits as stock (where $timing_subtests went alike)" \
+	same_as_stock
 check "nft_flowtable.sh [$series]: no transfer in any run arrived whole with other bytes" \
 	test ! -s "$tmp/corrupted"
 sed 's/^/INFO: corrupted: /' "$tmp/corrupted" 2>/dev/null || true
