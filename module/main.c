@@ -281,6 +281,11 @@ static int __init nf_flow_bulk_init(void)
 
 	BUILD_BUG_ON(NFB_CB_OFFSET + sizeof(struct nfb_cb) >
 		     sizeof_field(struct sk_buff, cb));
+	/* The queue mapping is wholly before our part or wholly in it. */
+	BUILD_BUG_ON(!NFB_SDQM_IN_CB &&
+		     NFB_SDQM_OFFSET + NFB_SDQM_LEN > NFB_CB_OFFSET);
+	BUILD_BUG_ON(NFB_SDQM_STASH + NFB_SDQM_LEN > NFB_CB_OFFSET ||
+		     NFB_SDQM_STASH == NFB_SDQM_OFFSET);
 
 	err = nfb_flowcache_init();
 	if (err)

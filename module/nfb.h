@@ -165,7 +165,8 @@ struct nfb_hook {
  * the device layout.
  *
  * Where it lives: past the qdisc_skb_cb header (pkt_len,
- * slave_dev_queue_mapping, tc_classid; bytes 0..7). The drain picks each
+ * slave_dev_queue_mapping, tc_classid; bytes 0..7; on 7.x see
+ * NFB_SDQM_IN_CB below). The drain picks each
  * packet's transmit queue while this is still in use, and the output
  * device's ndo_select_queue() writes that header: bond, team,
  * net_failover and netvsc keep slave_dev_queue_mapping there until their
@@ -199,12 +200,33 @@ struct nfb_cb {
 #define NFB_CB(skb)	((struct nfb_cb *)((skb)->cb + NFB_CB_OFFSET))
 
 /*
+ * Where ndo_select_queue() of a bond, team, net_failover or netvsc output
+ * leaves the queue mapping its ndo_start_xmit() reads back. 6.1 and 6.12
+ * keep slave_dev_queue_mapping in the qdisc_skb_cb header, before our
+ * part. 7.x moved it past data[], into our part (skb->cb bytes 28..29,
+ * the upper half of @nn): on 7.3 a bond output made @nn a non-canonical
+ * pointer and the drain crashed on it. There (NFB_SDQM_IN_CB, told by the
+ * layout itself) the pick keeps the device's value in tc_classid's place,
+ * before our part and read by nobody before the qdisc, and puts our bytes
+ * back; nfb_cb_clear() moves the value to its own place.
+ */
+#define NFB_SDQM_OFFSET	offsetof(struct qdisc_skb_cb, slave_dev_queue_mapping)
+#define NFB_SDQM_STASH	offsetof(struct qdisc_skb_cb, tc_classid)
+#define NFB_SDQM_LEN	sizeof_field(struct qdisc_skb_cb, slave_dev_queue_mapping)
+#define NFB_SDQM_IN_CB	(NFB_SDQM_OFFSET >= NFB_CB_OFFSET)
+
+/*
  * Our part of the control block, zeroed before a packet goes on to the
  * transmit side; the qdisc_skb_cb header stays as the queue pick left it.
  */
 static inline void nfb_cb_clear(struct sk_buff *skb)
 {
 	memset(NFB_CB(skb), 0, sizeof(struct nfb_cb));
+	if (NFB_SDQM_IN_CB) {
+		memcpy(skb->cb + NFB_SDQM_OFFSET, skb->cb + NFB_SDQM_STASH,
+		       NFB_SDQM_LEN);
+		memset(skb->cb + NFB_SDQM_STASH, 0, NFB_SDQM_LEN);
+	}
 }
 
 static inline void nfb_count_decline(struct nfb_net *nn,

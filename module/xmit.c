@@ -150,7 +150,20 @@ MODULE_PARM_DESC(test_hold,
 static u16 nfb_pick_txq(struct net_device *dev, struct sk_buff *skb)
 {
 	const struct net_device_ops *ops = dev->netdev_ops;
+	u8 ours[NFB_SDQM_LEN];
+	u16 mapping;
 	int q = 0;
+
+	/*
+	 * 7.x: the device writes into our part (nfb.h, NFB_SDQM_IN_CB). The
+	 * value kept is the one those devices store, the queue mapping before
+	 * the pick, unless the device wrote another.
+	 */
+	if (NFB_SDQM_IN_CB) {
+		mapping = skb_get_queue_mapping(skb);
+		memcpy(skb->cb + NFB_SDQM_STASH, &mapping, NFB_SDQM_LEN);
+		memcpy(ours, skb->cb + NFB_SDQM_OFFSET, NFB_SDQM_LEN);
+	}
 
 	/*
 	 * A device going away has no queues left to pick from; its packets
@@ -167,6 +180,11 @@ static u16 nfb_pick_txq(struct net_device *dev, struct sk_buff *skb)
 		else
 			q = netdev_pick_tx(dev, skb, NULL);
 		q = netdev_cap_txqueue(dev, q);
+	}
+	if (NFB_SDQM_IN_CB) {
+		memcpy(skb->cb + NFB_SDQM_STASH, skb->cb + NFB_SDQM_OFFSET,
+		       NFB_SDQM_LEN);
+		memcpy(skb->cb + NFB_SDQM_OFFSET, ours, NFB_SDQM_LEN);
 	}
 	return q;
 }
