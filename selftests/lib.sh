@@ -60,8 +60,19 @@ busywait() {
 # build tree, say); it holds module/nf_flow_bulk.ko and moddb/.
 # NFB_MODULE_INSTALLED=1: the module is installed already (DKMS or make
 # install, selftests/nfb_install_dkms.sh): load that one, copy nothing.
+# NFB_UNPROVEN_KERNEL=1 loads the module on a kernel it is not proven on:
+# its unproven_kernel parameter, in a modprobe.d file, so that every load
+# gets it, the kernel's on demand (the genl family alias, nft's hook
+# early_ingress) as the tests' own. tools/check runs the kernel's own
+# nft_flowtable.sh so on the newest kernel's guest, after
+# nfb_kernel_gate.sh (which takes the file away) has seen a plain load
+# refuse. In the VM /etc is on the guest's tmpfs overlay.
+NFB_UNPROVEN_CONF=/etc/modprobe.d/nf-flow-bulk-unproven.conf
 nfb_install_module() {
 	local kver build
+	if [ "${NFB_UNPROVEN_KERNEL:-0}" = 1 ]; then
+		echo "options $NFB_MODULE unproven_kernel=1" >"$NFB_UNPROVEN_CONF"
+	fi
 	[ "${NFB_MODULE_INSTALLED:-}" != 1 ] || return 0
 	kver=$(uname -r)
 	build=${NFB_KMOD_DIR:-$NFB_REPO/build/kmod/$kver}
@@ -72,17 +83,9 @@ nfb_install_module() {
 	cp "$build"/moddb/modules.* "/lib/modules/$kver/"
 }
 
-# NFB_UNPROVEN_KERNEL=1 loads the module on a kernel it is not proven on
-# (its unproven_kernel parameter): tools/check runs the kernel's own
-# nft_flowtable.sh so on the newest kernel's guest, after
-# nfb_kernel_gate.sh, which loads it with modprobe alone, has seen it refuse.
 nfb_load_module() {
 	nfb_install_module
-	if [ "${NFB_UNPROVEN_KERNEL:-0}" = 1 ]; then
-		modprobe "$NFB_MODULE" unproven_kernel=1 "$@"
-	else
-		modprobe "$NFB_MODULE" "$@"
-	fi
+	modprobe "$NFB_MODULE" "$@"
 }
 
 nfb_unload_module() {

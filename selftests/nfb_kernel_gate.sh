@@ -33,6 +33,9 @@ if [ "$major" -lt 6 ] || { [ "$major" -eq 6 ] && [ "$minor" -le 12 ]; }; then
 	proven=1
 fi
 
+# A plain load, whatever the run's NFB_UNPROVEN_KERNEL says.
+NFB_UNPROVEN_KERNEL=0
+rm -f "$NFB_UNPROVEN_CONF"
 nfb_install_module
 dmesg -C
 if [ "$proven" = 1 ]; then
