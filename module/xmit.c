@@ -161,8 +161,8 @@ static u16 nfb_pick_txq(struct net_device *dev, struct sk_buff *skb)
 	 */
 	if (NFB_SDQM_IN_CB) {
 		mapping = skb_get_queue_mapping(skb);
-		memcpy(skb->cb + NFB_SDQM_STASH, &mapping, NFB_SDQM_LEN);
 		memcpy(ours, skb->cb + NFB_SDQM_OFFSET, NFB_SDQM_LEN);
+		memcpy(skb->cb + NFB_SDQM_OFFSET, &mapping, NFB_SDQM_LEN);
 	}
 
 	/*
