@@ -5,7 +5,10 @@
 # with policy drop and its own rules keeps its policy and its rules after
 # `offload add` (twice); the offload rules go where `position` says (top by
 # default), are not added twice, are listed with nft's handles and are
-# removed again by `offload delete`, which leaves the chain as it was.
+# removed again by `offload delete`, which leaves the chain as it was. Two
+# `offload add` runs at once add each rule once: the write names the ruleset
+# generation its reads saw, and the kernel refuses it if another writer
+# committed in between.
 #
 #   ns: veth0 <-> veth1 (just devices for the flowtable)
 set -eu
@@ -132,5 +135,25 @@ check "position bottom puts the rule last" at_bottom
 check "offload delete of the last rule leaves the chain as it was" \
 	fb offload delete inet fw ft proto udp
 check "... and it is" restored
+
+# Two runs at once, again and again: without the generation check both read
+# an empty chain and both write, leaving four rules.
+concurrent_adds_add_once() {
+	local round first second count
+	for round in $(seq 20); do
+		fb offload add inet fw ft >/dev/null &
+		first=$!
+		fb offload add inet fw ft >/dev/null &
+		second=$!
+		wait "$first" || { echo "round $round: the first run failed"; return 1; }
+		wait "$second" || { echo "round $round: the second run failed"; return 1; }
+		count=$(offload_rules)
+		[ "$count" = 2 ] ||
+			{ echo "round $round: $count offload rules: $(chain_state)"; return 1; }
+		fb offload delete inet fw ft
+	done
+}
+check "two offload add runs at once, 20 times: two rules each time" concurrent_adds_add_once
+check "... and the chain is as it was" restored
 
 exit "$ret"

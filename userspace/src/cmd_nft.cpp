@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
-// table, flowtable, offload: nftables objects. Every change goes through
+// table, flowtable, offload: nftables objects. Changes go through
 // libnftables, as nft commands, so that nft's own parser, evaluator and
 // messages apply (names, priority expressions such as `filter + 10`, "did
-// you mean"). Reading stays on libnftnl dumps (nft_client.h): one request per
-// object type, with the kernel's attributes that nft's listings leave out
-// (use counts, flag bits), and no ruleset cache to build.
+// you mean"); offload add is the exception: its check-then-write must name
+// the ruleset generation it read, which libnftables cannot carry, so it
+// writes through libnftnl (NftClient::commit). Reading stays on libnftnl
+// dumps (nft_client.h): one request per object type, with the kernel's
+// attributes that nft's listings leave out (use counts, flag bits), and no
+// ruleset cache to build.
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netlink.h>
@@ -660,65 +663,72 @@ OffloadSpec parse_offload_spec(Arguments& arguments, bool adding) {
   return spec;
 }
 
-// `meta l4proto P [counter] flow add @FLOWTABLE` as an nft JSON rule.
-Json offload_rule_command(const OffloadSpec& spec, uint8_t protocol) {
-  Json rule = nft_object(spec.flowtable.family, spec.flowtable.table);
-  rule["chain"] = spec.chain;
+// `meta l4proto P [counter] flow add @FLOWTABLE`, as nft itself encodes
+// it (meta into register 1, cmp ==, counter, flow_offload).
+NftnlRulePtr offload_rule(const OffloadSpec& spec, uint8_t protocol) {
+  NftnlRulePtr rule(nftnl_rule_alloc());
+  if (!rule) {
+    throw Error("out of memory", ENOMEM);
+  }
+  const FlowtableRef& ref = spec.flowtable;
+  nftnl_rule_set_u32(rule.get(), NFTNL_RULE_FAMILY, ref.family);
+  nftnl_rule_set_str(rule.get(), NFTNL_RULE_TABLE, ref.table.c_str());
+  nftnl_rule_set_str(rule.get(), NFTNL_RULE_CHAIN, spec.chain.c_str());
   if (spec.handle != 0) {
-    rule["handle"] = spec.handle;  // the position of an insert: before it
+    nftnl_rule_set_u64(rule.get(), NFTNL_RULE_POSITION, spec.handle);
   }
-  Json l4proto = Json::object();
-  l4proto["key"] = "l4proto";
-  Json meta = Json::object();
-  meta["meta"] = l4proto;
-  Json match = Json::object();
-  match["op"] = "==";
-  match["left"] = meta;
-  match["right"] = protocol_name(protocol);
-  Json expressions = Json::array();
-  expressions.push_back(Json{{"match", match}});
-  if (spec.counter) {
-    expressions.push_back(Json{{"counter", nullptr}});
-  }
-  Json flow = Json::object();
-  flow["op"] = "add";
-  flow["flowtable"] = "@" + spec.flowtable.flowtable;
-  expressions.push_back(Json{{"flow", flow}});
-  rule["expr"] = expressions;
-  const bool append =
-      spec.position == RulePosition::kBottom || spec.position == RulePosition::kAfter;
-  return nft_command(append ? "add" : "insert", "rule", rule);
-}
-
-// The handles libnftables echoed for the rules of `commands`, in order.
-std::vector<uint64_t> echoed_rule_handles(const std::string& echoed) {
-  std::vector<uint64_t> handles;
-  const nlohmann::json echo = nlohmann::json::parse(echoed, nullptr, false);
-  if (echo.is_discarded() || !echo.contains("nftables") || !echo["nftables"].is_array()) {
-    return handles;
-  }
-  for (const auto& command : echo["nftables"]) {
-    for (const char* verb : {"add", "insert"}) {
-      if (command.contains(verb) && command[verb].contains("rule")) {
-        const auto& rule = command[verb]["rule"];
-        if (rule.contains("handle") && rule["handle"].is_number_unsigned()) {
-          handles.push_back(rule["handle"].get<uint64_t>());
-        }
-      }
+  auto add = [&rule](const char* name) {
+    nftnl_expr* expr = nftnl_expr_alloc(name);
+    if (expr == nullptr) {
+      throw Error("out of memory", ENOMEM);
     }
+    nftnl_rule_add_expr(rule.get(), expr);  // the rule owns it from here
+    return expr;
+  };
+  nftnl_expr* meta = add("meta");
+  nftnl_expr_set_u32(meta, NFTNL_EXPR_META_KEY, NFT_META_L4PROTO);
+  nftnl_expr_set_u32(meta, NFTNL_EXPR_META_DREG, NFT_REG_1);
+  nftnl_expr* cmp = add("cmp");
+  nftnl_expr_set_u32(cmp, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
+  nftnl_expr_set_u32(cmp, NFTNL_EXPR_CMP_OP, NFT_CMP_EQ);
+  nftnl_expr_set(cmp, NFTNL_EXPR_CMP_DATA, &protocol, sizeof(protocol));
+  if (spec.counter) {
+    add("counter");
   }
-  return handles;
+  nftnl_expr* flow = add("flow_offload");
+  nftnl_expr_set_str(flow, NFTNL_EXPR_FLOW_TABLE_NAME, ref.flowtable.c_str());
+  return rule;
 }
 
-// Never touches an existing chain: it is created (exclusively, with no
-// policy: the kernel's default accept) only when it does not exist. A
-// protocol that a rule of the chain already offloads to the flowtable
-// (`meta l4proto tcp`, `meta l4proto { tcp, udp }`, a bare `flow add`) is
-// left to that rule, not added again.
-OffloadResult add_offload(Invocation& invocation, NftClient& nft, const OffloadSpec& asked,
-                          const std::string& context, bool may_retry) {
+// The forward base chain offload add creates: type filter, priority filter
+// (0), no policy (the kernel's default accept).
+NftnlChainPtr forward_chain(const FlowtableRef& ref, const std::string& name) {
+  NftnlChainPtr chain(nftnl_chain_alloc());
+  if (!chain) {
+    throw Error("out of memory", ENOMEM);
+  }
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_FAMILY, ref.family);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TABLE, ref.table.c_str());
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_NAME, name.c_str());
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TYPE, "filter");
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_HOOKNUM, NF_INET_FORWARD);
+  nftnl_chain_set_s32(chain.get(), NFTNL_CHAIN_PRIO, 0);
+  return chain;
+}
+
+// What offload add would change, read from the kernel: the spec with
+// "after H" turned into a place the kernel takes, the protocols no rule
+// offloads yet, the rules that already do, whether the chain is missing.
+struct OffloadPlan {
+  OffloadSpec spec;
+  std::vector<uint8_t> missing;
+  OffloadResult result;
+};
+
+OffloadPlan plan_offload(NftClient& nft, const OffloadSpec& asked) {
   const FlowtableRef& ref = asked.flowtable;
-  OffloadSpec spec = asked;
+  OffloadPlan plan{.spec = asked, .missing = {}, .result = {}};
+  OffloadSpec& spec = plan.spec;
   std::vector<uint8_t> wanted;
   if (spec.protocol != OffloadProtocol::kUdp) {
     wanted.push_back(IPPROTO_TCP);
@@ -726,139 +736,126 @@ OffloadResult add_offload(Invocation& invocation, NftClient& nft, const OffloadS
   if (spec.protocol != OffloadProtocol::kTcp) {
     wanted.push_back(IPPROTO_UDP);
   }
-
-  OffloadResult result;
-  std::optional<ChainInfo> chain;
-  std::vector<uint8_t> missing;
-  try {
-    chain = nft.find_chain(ref.family, ref.table, spec.chain);
-    if (chain && (!chain->base || chain->hooknum != NF_INET_FORWARD)) {
-      throw Error("chain " + spec.chain + " exists and is not a base chain at hook forward",
-                  EEXIST);
-    }
-    if (!chain &&
-        (spec.position == RulePosition::kAfter || spec.position == RulePosition::kBefore)) {
-      throw Error("chain " + spec.chain + " does not exist, so it has no rule with handle " +
-                      std::to_string(spec.handle),
+  // Said here rather than by the kernel's bare ENOENT at commit.
+  const auto flowtables = nft.list_flowtables(ref.family);
+  const bool flowtable_exists =
+      std::any_of(flowtables.begin(), flowtables.end(), [&ref](const NftnlFlowtablePtr& found) {
+        return ref.table ==
+                   text_or_empty(nftnl_flowtable_get_str(found.get(), NFTNL_FLOWTABLE_TABLE)) &&
+               ref.flowtable ==
+                   text_or_empty(nftnl_flowtable_get_str(found.get(), NFTNL_FLOWTABLE_NAME));
+      });
+  if (!flowtable_exists) {
+    throw Error("flowtable " + ref.to_string() + " does not exist", ENOENT);
+  }
+  const std::optional<ChainInfo> chain = nft.find_chain(ref.family, ref.table, spec.chain);
+  if (chain && (!chain->base || chain->hooknum != NF_INET_FORWARD)) {
+    throw Error("chain " + spec.chain + " exists and is not a base chain at hook forward", EEXIST);
+  }
+  if (!chain && (spec.position == RulePosition::kAfter || spec.position == RulePosition::kBefore)) {
+    throw Error("chain " + spec.chain + " does not exist, so it has no rule with handle " +
+                    std::to_string(spec.handle),
+                ENOENT);
+  }
+  if (chain && spec.handle != 0) {
+    const std::vector<uint64_t> handles = nft.rule_handles(ref.family, ref.table, spec.chain);
+    if (std::find(handles.begin(), handles.end(), spec.handle) == handles.end()) {
+      throw Error("chain " + spec.chain + " has no rule with handle " + std::to_string(spec.handle),
                   ENOENT);
     }
-    if (chain && spec.position == RulePosition::kAfter) {
-      // nft 1.0.6's JSON takes a position only for insert (an add ignores
-      // its "handle"): "after H" becomes "before the rule after H", or the
-      // bottom when H is the last rule.
-      const std::vector<uint64_t> handles = nft.rule_handles(ref.family, ref.table, spec.chain);
-      const auto at = std::find(handles.begin(), handles.end(), spec.handle);
-      if (at == handles.end()) {
-        throw Error(
-            "chain " + spec.chain + " has no rule with handle " + std::to_string(spec.handle),
-            ENOENT);
-      }
-      if (at + 1 == handles.end()) {
-        spec.position = RulePosition::kBottom;
-        spec.handle = 0;
-      } else {
-        spec.position = RulePosition::kBefore;
-        spec.handle = *(at + 1);
-      }
-    }
-    if (chain) {
-      const auto existing = nft.list_offload_rules(ref.family, ref.table, spec.chain);
-      for (uint8_t protocol : wanted) {
-        auto same = std::find_if(existing.begin(), existing.end(), [&](const OffloadRule& rule) {
-          return rule.flowtable == ref.flowtable && rule.offloads(protocol);
-        });
-        if (same == existing.end()) {
-          missing.push_back(protocol);
-        } else if (std::none_of(
-                       result.present.begin(), result.present.end(),
-                       [&](const OffloadRule& kept) { return kept.handle == same->handle; })) {
-          result.present.push_back(*same);  // once, if it offloads both
-        }
-      }
-    } else {
-      missing = wanted;
-    }
-  } catch (const Error& error) {
-    fail_with_context(error, context);
   }
-  if (missing.empty()) {
-    return result;  // nothing to change, and nothing sent
-  }
-
-  Json commands = Json::array();
   if (!chain) {
-    Json created = nft_object(ref.family, ref.table);
-    created["name"] = spec.chain;
-    created["type"] = "filter";
-    created["hook"] = "forward";
-    created["prio"] = 0;  // priority filter
-    // create and no policy: if someone created the chain since we looked,
-    // the kernel says EEXIST instead of updating their chain.
-    commands.push_back(nft_command("create", "chain", created));
-    result.chain_created = true;
+    plan.missing = wanted;
+    plan.result.chain_created = true;
+    return plan;
   }
-  // Rules placed at one spot one after the other: insertions at the top or
-  // after a handle go in reverse order, so the chain reads tcp, udp.
-  const bool reverse = spec.position == RulePosition::kTop || spec.position == RulePosition::kAfter;
-  if (reverse) {
-    std::reverse(missing.begin(), missing.end());
-  }
-  for (uint8_t protocol : missing) {
-    commands.push_back(offload_rule_command(spec, protocol));
-  }
-  RulesetEngine::Result applied =
-      invocation.env.make_ruleset_engine()->run_commands(nft_document(commands, context), true);
-  if (!applied.ok) {
-    if (may_retry && !chain) {
-      // The chain appeared between our look and our exclusive create: look
-      // again (now it exists and is left as it is).
-      std::optional<ChainInfo> now;
-      try {
-        now = nft.find_chain(ref.family, ref.table, spec.chain);
-      } catch (const Error&) {
-        // Report libnftables' error below.
-      }
-      if (now) {
-        return add_offload(invocation, nft, asked, context, false);
-      }
+  const auto existing = nft.list_offload_rules(ref.family, ref.table, spec.chain);
+  for (uint8_t protocol : wanted) {
+    auto same = std::find_if(existing.begin(), existing.end(), [&](const OffloadRule& rule) {
+      return rule.flowtable == ref.flowtable && rule.offloads(protocol);
+    });
+    if (same == existing.end()) {
+      plan.missing.push_back(protocol);
+    } else if (std::none_of(plan.result.present.begin(), plan.result.present.end(),
+                            [&](const OffloadRule& kept) { return kept.handle == same->handle; })) {
+      plan.result.present.push_back(*same);  // once, if it offloads both
     }
-    fail_nft(context, applied.errors);
   }
+  return plan;
+}
 
-  const std::vector<uint64_t> handles = echoed_rule_handles(applied.output);
-  if (handles.size() == missing.size()) {
-    for (size_t i = 0; i < missing.size(); ++i) {
-      result.added.push_back(OffloadRule{.family = ref.family,
-                                         .table = ref.table,
-                                         .chain = spec.chain,
-                                         .handle = handles[i],
-                                         .flowtable = ref.flowtable,
-                                         .match = OffloadMatch::kProtocols,
-                                         .protocols = {missing[i]},
-                                         .counter = spec.counter});
-    }
-    if (reverse) {
-      std::reverse(result.added.begin(), result.added.end());  // chain order
-    }
-    return result;
-  }
-  // No echo to read the handles from: the offload rules that were not there.
-  try {
-    for (OffloadRule& rule : nft.list_offload_rules(ref.family, ref.table, spec.chain)) {
-      const bool old =
-          std::any_of(result.present.begin(), result.present.end(),
-                      [&](const OffloadRule& kept) { return kept.handle == rule.handle; });
-      const bool ours = rule.flowtable == ref.flowtable &&
-                        std::any_of(missing.begin(), missing.end(),
-                                    [&rule](uint8_t protocol) { return rule.is_only(protocol); });
-      if (!old && ours) {
-        result.added.push_back(std::move(rule));
+// Another writer committing between our reads and our write makes the
+// kernel refuse the write (ERESTART); we read again, this many times.
+constexpr int kGenerationAttempts = 10;
+
+// Never touches an existing chain: it is created (exclusively, with no
+// policy: the kernel's default accept) only when it does not exist. A
+// protocol that a rule of the chain already offloads to the flowtable
+// (`meta l4proto tcp`, `meta l4proto { tcp, udp }`, a bare `flow add`) is
+// left to that rule, not added again. The reads and the write are one
+// generation of the ruleset: two offload add runs at once add each rule
+// once, and a rule another writer puts next to the handle we place ours by
+// cannot come between.
+OffloadResult add_offload(NftClient& nft, const OffloadSpec& asked, const std::string& context) {
+  for (int attempt = 1;; ++attempt) {
+    try {
+      const uint32_t generation = nft.generation();
+      OffloadPlan plan = plan_offload(nft, asked);
+      if (plan.missing.empty()) {
+        if (nft.generation() != generation && attempt < kGenerationAttempts) {
+          continue;  // the reads may straddle a change: read again
+        }
+        return plan.result;  // nothing to change, and nothing sent
       }
+      const OffloadSpec& spec = plan.spec;
+      NftWrite write;
+      if (plan.result.chain_created) {
+        write.chains.push_back(forward_chain(spec.flowtable, spec.chain));
+      }
+      // Rules placed at one spot one after the other: insertions at the top
+      // or after a rule go in reverse order, so the chain reads tcp, udp.
+      const bool append =
+          spec.position == RulePosition::kBottom || spec.position == RulePosition::kAfter;
+      const bool reverse =
+          spec.position == RulePosition::kTop || spec.position == RulePosition::kAfter;
+      std::vector<uint8_t> order = plan.missing;
+      if (reverse) {
+        std::reverse(order.begin(), order.end());
+      }
+      for (uint8_t protocol : order) {
+        write.rules.push_back({.rule = offload_rule(spec, protocol), .append = append});
+      }
+      const std::vector<uint64_t> handles = nft.commit(write, generation);
+      for (size_t i = 0; i < order.size(); ++i) {
+        plan.result.added.push_back(OffloadRule{.family = spec.flowtable.family,
+                                                .table = spec.flowtable.table,
+                                                .chain = spec.chain,
+                                                .handle = i < handles.size() ? handles[i] : 0,
+                                                .flowtable = spec.flowtable.flowtable,
+                                                .match = OffloadMatch::kProtocols,
+                                                .protocols = {order[i]},
+                                                .counter = spec.counter});
+      }
+      if (reverse) {
+        std::reverse(plan.result.added.begin(), plan.result.added.end());  // chain order
+      }
+      return plan.result;
+    } catch (const KernelError& error) {
+      if (error.sys_errno() == ERESTART && attempt < kGenerationAttempts) {
+        continue;
+      }
+      if (error.sys_errno() == ERESTART) {
+        fail_with_context(
+            Error("the ruleset changed under each of " + std::to_string(kGenerationAttempts) +
+                      " attempts; nothing was changed, try again",
+                  EAGAIN),
+            context);
+      }
+      fail_with_context(error, context);
+    } catch (const Error& error) {
+      fail_with_context(error, context);
     }
-  } catch (const Error&) {
-    // Applied; only the handles are unknown.
   }
-  return result;
 }
 
 void offload_add(Invocation& invocation, Arguments& arguments) {
@@ -870,7 +867,7 @@ void offload_add(Invocation& invocation, Arguments& arguments) {
     context += std::string(spec.position == RulePosition::kAfter ? " after" : " before") +
                " rule handle " + std::to_string(spec.handle);
   }
-  const OffloadResult result = add_offload(invocation, nft, spec, context, true);
+  const OffloadResult result = add_offload(nft, spec, context);
   const bool changed = !result.added.empty() || result.chain_created;
   if (invocation.options.json) {
     Json added = Json::array();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "nft_client.h"
 
+#include <arpa/inet.h>
 #include <libmnl/libmnl.h>
 #include <libnftnl/common.h>
 #include <linux/in.h>
@@ -12,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "error.h"
@@ -340,6 +342,97 @@ std::vector<uint64_t> NftClient::rule_handles(uint8_t family, const std::string&
     handles.push_back(nftnl_rule_get_u64(&rule, NFTNL_RULE_HANDLE));
   });
   return handles;
+}
+
+uint32_t NftClient::generation() {
+  std::vector<uint8_t> request(MNL_SOCKET_BUFFER_SIZE);
+  nlmsghdr* message = nftnl_nlmsg_build_hdr(reinterpret_cast<char*>(request.data()), NFT_MSG_GETGEN,
+                                            NFPROTO_UNSPEC, NLM_F_ACK, channel_.next_sequence());
+  request.resize(message->nlmsg_len);
+  std::optional<uint32_t> generation;
+  channel_.transact(request, [&generation](const nlmsghdr& reply) {
+    if ((reply.nlmsg_type & 0xff) != NFT_MSG_NEWGEN) {
+      return;
+    }
+    mnl_attr_parse(
+        &reply, sizeof(nfgenmsg),
+        [](const nlattr* attribute, void* data) {
+          if (mnl_attr_get_type(attribute) == NFTA_GEN_ID &&
+              mnl_attr_validate(attribute, MNL_TYPE_U32) >= 0) {
+            *static_cast<std::optional<uint32_t>*>(data) = ntohl(mnl_attr_get_u32(attribute));
+          }
+          return MNL_CB_OK;
+        },
+        &generation);
+  });
+  if (!generation) {
+    throw Error("the kernel did not say the ruleset's generation", EPROTO);
+  }
+  return *generation;
+}
+
+std::vector<uint64_t> NftClient::commit(const NftWrite& write, uint32_t generation) {
+  // Small: a chain and a few rules of a few expressions each.
+  std::vector<uint8_t> buffer(4 * MNL_SOCKET_BUFFER_SIZE);
+  MnlBatchPtr batch(mnl_nlmsg_batch_start(buffer.data(), buffer.size() - MNL_SOCKET_BUFFER_SIZE));
+  if (!batch) {
+    throw Error("out of memory", ENOMEM);
+  }
+  auto next = [&batch] {
+    if (!mnl_nlmsg_batch_next(batch.get())) {
+      throw Error("the nf_tables transaction does not fit in one message batch", EMSGSIZE);
+    }
+  };
+  nlmsghdr* begin = nftnl_batch_begin(static_cast<char*>(mnl_nlmsg_batch_current(batch.get())),
+                                      channel_.next_sequence());
+  mnl_attr_put_u32(begin, NFNL_BATCH_GENID, htonl(generation));
+  next();
+  for (const NftnlChainPtr& chain : write.chains) {
+    nlmsghdr* message = nftnl_nlmsg_build_hdr(
+        static_cast<char*>(mnl_nlmsg_batch_current(batch.get())), NFT_MSG_NEWCHAIN,
+        static_cast<uint16_t>(nftnl_chain_get_u32(chain.get(), NFTNL_CHAIN_FAMILY)),
+        NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK, channel_.next_sequence());
+    nftnl_chain_nlmsg_build_payload(message, chain.get());
+    next();
+  }
+  std::vector<uint32_t> rule_sequences;
+  for (const NftWrite::RuleAdd& add : write.rules) {
+    const uint32_t sequence = channel_.next_sequence();
+    rule_sequences.push_back(sequence);
+    // ECHO: the kernel sends the rule back at commit, with its handle.
+    const uint16_t flags = NLM_F_CREATE | NLM_F_ACK | NLM_F_ECHO | (add.append ? NLM_F_APPEND : 0);
+    nlmsghdr* message = nftnl_nlmsg_build_hdr(
+        static_cast<char*>(mnl_nlmsg_batch_current(batch.get())), NFT_MSG_NEWRULE,
+        static_cast<uint16_t>(nftnl_rule_get_u32(add.rule.get(), NFTNL_RULE_FAMILY)), flags,
+        sequence);
+    nftnl_rule_nlmsg_build_payload(message, add.rule.get());
+    next();
+  }
+  nftnl_batch_end(static_cast<char*>(mnl_nlmsg_batch_current(batch.get())),
+                  channel_.next_sequence());
+  next();
+
+  std::map<uint32_t, uint64_t> handles;  // by the sequence of the NEWRULE
+  channel_.transact(
+      std::span<const uint8_t>(static_cast<const uint8_t*>(mnl_nlmsg_batch_head(batch.get())),
+                               mnl_nlmsg_batch_size(batch.get())),
+      [&handles](const nlmsghdr& reply) {
+        if ((reply.nlmsg_type & 0xff) != NFT_MSG_NEWRULE) {
+          return;
+        }
+        NftnlRulePtr rule(nftnl_rule_alloc());
+        if (rule && nftnl_rule_nlmsg_parse(&reply, rule.get()) >= 0 &&
+            nftnl_rule_is_set(rule.get(), NFTNL_RULE_HANDLE)) {
+          handles[reply.nlmsg_seq] = nftnl_rule_get_u64(rule.get(), NFTNL_RULE_HANDLE);
+        }
+      });
+  std::vector<uint64_t> added;
+  for (uint32_t sequence : rule_sequences) {
+    if (auto found = handles.find(sequence); found != handles.end()) {
+      added.push_back(found->second);
+    }
+  }
+  return added;
 }
 
 }  // namespace flowbulk

@@ -86,6 +86,17 @@ struct ChainInfo {
   uint32_t policy = 0;
 };
 
+// One nf_tables transaction flowbulk writes itself: chains it creates and
+// rules it adds, in order.
+struct NftWrite {
+  struct RuleAdd {
+    NftnlRulePtr rule;    // with NFTNL_RULE_POSITION for a place next to a rule
+    bool append = false;  // after the position (or at the end), else before it (or at the top)
+  };
+  std::vector<NftnlChainPtr> chains;  // created exclusively: EEXIST if there
+  std::vector<RuleAdd> rules;
+};
+
 // nftnl getters return NULL for an attribute the kernel did not send.
 inline std::string text_or_empty(const char* text) {
   return text == nullptr ? std::string() : std::string(text);
@@ -95,7 +106,9 @@ inline std::string text_or_empty(const char* text) {
 // libnftables instead (cmd_nft.cpp), so that nft's parser, evaluator and
 // error messages apply; reading stays here because a dump is one request
 // per object type and carries what nft's listings leave out (use counts,
-// flag bits, the expressions of a rule as the kernel holds them).
+// flag bits, the expressions of a rule as the kernel holds them). The one
+// write here is commit(): a transaction guarded by the generation its
+// reads saw, which libnftables has no way to send.
 class NftClient {
  public:
   explicit NftClient(std::unique_ptr<Transport> transport);
@@ -113,6 +126,16 @@ class NftClient {
   // The handles of every rule of a chain, in chain order.
   std::vector<uint64_t> rule_handles(uint8_t family, const std::string& table,
                                      const std::string& chain);
+
+  // The ruleset's generation id (NFT_MSG_GETGEN): it moves with every
+  // committed transaction, whoever wrote it.
+  uint32_t generation();
+  // Applies `write` as one transaction only if the ruleset is still at
+  // `generation` (NFNL_BATCH_GENID, as iptables-nft does): the kernel
+  // checks it under its commit mutex and answers ERESTART when another
+  // writer committed since, so what was read at `generation` is what the
+  // write lands on. Returns the handles the added rules got, in order.
+  std::vector<uint64_t> commit(const NftWrite& write, uint32_t generation);
 
  private:
   // A GETRULE dump of one table (and chain, when not empty).

@@ -719,8 +719,11 @@ void FakeNftKernel::send(std::span<const uint8_t> datagram) {
       // The ruleset generation libnftables reads around its cache dumps.
       Reply reply(NFT_MSG_NEWGEN, NFPROTO_UNSPEC, *message);
       reply.header()->nlmsg_flags = 0;
-      mnl_attr_put_u32(reply.header(), NFTA_GEN_ID, htonl(0));
+      mnl_attr_put_u32(reply.header(), NFTA_GEN_ID, htonl(generation_));
       pending_.push_back(reply.datagram());
+      if ((message->nlmsg_flags & NLM_F_ACK) != 0) {
+        pending_.push_back(ack(*message));
+      }
     } else {
       pending_.push_back(error_reply(*message, EOPNOTSUPP));
     }
@@ -748,6 +751,29 @@ std::vector<Datagram> FakeNftKernel::answer_batch(std::span<const uint8_t> datag
     replies.push_back(error_reply(*messages[1], refuse_writes_));
     return replies;
   }
+  if (before_next_batch_) {
+    const auto writer = std::move(before_next_batch_);
+    before_next_batch_ = nullptr;
+    writer();
+  }
+  // NFNL_BATCH_GENID: the whole batch is refused, with ERESTART against its
+  // begin message, when the ruleset has moved past the generation it names.
+  uint32_t named = 0;
+  mnl_attr_parse(
+      messages.front(), sizeof(nfgenmsg),
+      [](const nlattr* attribute, void* data) {
+        if (mnl_attr_get_type(attribute) == NFNL_BATCH_GENID &&
+            mnl_attr_validate(attribute, MNL_TYPE_U32) >= 0) {
+          *static_cast<uint32_t*>(data) = ntohl(mnl_attr_get_u32(attribute));
+        }
+        return MNL_CB_OK;
+      },
+      &named);
+  if (named != 0 && named != generation_) {
+    ++stale_batches_;
+    replies.push_back(error_reply(*messages.front(), ERESTART));
+    return replies;
+  }
   State next = state_;  // the transaction: committed only if all succeed
   Transaction transaction(next);
   bool failed = false;
@@ -763,6 +789,7 @@ std::vector<Datagram> FakeNftKernel::answer_batch(std::span<const uint8_t> datag
   }
   if (!failed) {
     state_ = std::move(next);
+    ++generation_;
     replies.insert(replies.begin(), transaction.echoes().begin(), transaction.echoes().end());
   }
   return replies;
@@ -841,6 +868,7 @@ Datagram FakeNftKernel::answer_dump(const nlmsghdr& request) {
 }
 
 void FakeNftKernel::add_table(uint8_t family, const std::string& name) {
+  ++generation_;
   state_.tables.push_back(
       {.family = family, .name = name, .handle = state_.next_table_handle++, .next_handle = 1});
 }
@@ -848,6 +876,7 @@ void FakeNftKernel::add_table(uint8_t family, const std::string& name) {
 void FakeNftKernel::add_base_chain(uint8_t family, const std::string& table,
                                    const std::string& name, uint32_t hooknum, int32_t priority,
                                    uint32_t policy) {
+  ++generation_;
   for (Table& owner : state_.tables) {
     if (owner.family == family && owner.name == table) {
       state_.chains.push_back({.family = family,
@@ -867,6 +896,7 @@ void FakeNftKernel::add_base_chain(uint8_t family, const std::string& table,
 
 void FakeNftKernel::add_flowtable(uint8_t family, const std::string& table,
                                   const std::string& name) {
+  ++generation_;
   for (Table& owner : state_.tables) {
     if (owner.family == family && owner.name == table) {
       state_.flowtables.push_back({.family = family,
@@ -884,6 +914,7 @@ void FakeNftKernel::add_flowtable(uint8_t family, const std::string& table,
 
 uint64_t FakeNftKernel::add_verdict_rule(uint8_t family, const std::string& table,
                                          const std::string& chain, uint32_t verdict) {
+  ++generation_;
   NftnlRulePtr rule(nftnl_rule_alloc());
   nftnl_rule_set_str(rule.get(), NFTNL_RULE_TABLE, table.c_str());
   nftnl_rule_set_str(rule.get(), NFTNL_RULE_CHAIN, chain.c_str());
@@ -908,6 +939,57 @@ uint64_t FakeNftKernel::add_verdict_rule(uint8_t family, const std::string& tabl
     }
   }
   throw Error("fake nf_tables: no table " + table);
+}
+
+uint64_t FakeNftKernel::add_offload_rule(uint8_t family, const std::string& table,
+                                         const std::string& chain, const std::string& flowtable,
+                                         uint8_t protocol, uint64_t before) {
+  ++generation_;
+  NftnlRulePtr rule(nftnl_rule_alloc());
+  nftnl_rule_set_str(rule.get(), NFTNL_RULE_TABLE, table.c_str());
+  nftnl_rule_set_str(rule.get(), NFTNL_RULE_CHAIN, chain.c_str());
+  nftnl_expr* meta = nftnl_expr_alloc("meta");
+  nftnl_expr_set_u32(meta, NFTNL_EXPR_META_KEY, NFT_META_L4PROTO);
+  nftnl_expr_set_u32(meta, NFTNL_EXPR_META_DREG, NFT_REG_1);
+  nftnl_rule_add_expr(rule.get(), meta);
+  nftnl_expr* cmp = nftnl_expr_alloc("cmp");
+  nftnl_expr_set_u32(cmp, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
+  nftnl_expr_set_u32(cmp, NFTNL_EXPR_CMP_OP, NFT_CMP_EQ);
+  nftnl_expr_set(cmp, NFTNL_EXPR_CMP_DATA, &protocol, sizeof(protocol));
+  nftnl_rule_add_expr(rule.get(), cmp);
+  nftnl_expr* flow = nftnl_expr_alloc("flow_offload");
+  nftnl_expr_set_str(flow, NFTNL_EXPR_FLOW_TABLE_NAME, flowtable.c_str());
+  nftnl_rule_add_expr(rule.get(), flow);
+  std::vector<uint8_t> buffer(4096);
+  nlmsghdr* header =
+      nftnl_nlmsg_build_hdr(reinterpret_cast<char*>(buffer.data()), NFT_MSG_NEWRULE, family, 0, 0);
+  nftnl_rule_nlmsg_build_payload(header, rule.get());
+  for (Table& owner : state_.tables) {
+    if (owner.family == family && owner.name == table) {
+      const uint64_t handle = owner.next_handle++;
+      Rule added{.family = family,
+                 .table = table,
+                 .chain = chain,
+                 .handle = handle,
+                 .message = Datagram(buffer.begin(), buffer.begin() + header->nlmsg_len)};
+      auto at = std::find_if(state_.rules.begin(), state_.rules.end(), [&](const Rule& rule) {
+        return rule.family == family && rule.table == table && rule.chain == chain &&
+               (before == 0 || rule.handle == before);
+      });
+      state_.rules.insert(at, std::move(added));
+      return handle;
+    }
+  }
+  throw Error("fake nf_tables: no table " + table);
+}
+
+void FakeNftKernel::delete_rule(uint8_t family, const std::string& table, const std::string& chain,
+                                uint64_t handle) {
+  ++generation_;
+  std::erase_if(state_.rules, [&](const Rule& rule) {
+    return rule.family == family && rule.table == table && rule.chain == chain &&
+           rule.handle == handle;
+  });
 }
 
 std::optional<FakeNftKernel::Chain> FakeNftKernel::chain(uint8_t family, const std::string& table,

@@ -11,6 +11,7 @@
 #include <linux/netlink.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,6 +91,22 @@ class FakeNftKernel final : public Transport {
   // A rule `VERDICT` (NF_ACCEPT, NF_DROP) at the end of the chain.
   uint64_t add_verdict_rule(uint8_t family, const std::string& table, const std::string& chain,
                             uint32_t verdict);
+  // A rule `meta l4proto PROTOCOL flow add @FLOWTABLE` at the top of the
+  // chain (before `before`, when not 0), as another offload add puts it.
+  uint64_t add_offload_rule(uint8_t family, const std::string& table, const std::string& chain,
+                            const std::string& flowtable, uint8_t protocol, uint64_t before = 0);
+
+  void delete_rule(uint8_t family, const std::string& table, const std::string& chain,
+                   uint64_t handle);
+
+  // The ruleset generation: moved by every commit and every seeding call.
+  uint32_t generation() const { return generation_; }
+  // Runs `writer` once, when the next batch arrives and before it is
+  // checked: another process committing between the reads and the write of
+  // the one under test.
+  void before_next_batch(std::function<void()> writer) { before_next_batch_ = std::move(writer); }
+  // Batches refused because they named a generation that had passed.
+  size_t stale_batches() const { return stale_batches_; }
 
   const State& state() const { return state_; }
   std::optional<Chain> chain(uint8_t family, const std::string& table,
@@ -111,6 +128,9 @@ class FakeNftKernel final : public Transport {
   State state_;
   std::vector<Datagram> pending_;
   size_t batches_ = 0;
+  uint32_t generation_ = 1;
+  std::function<void()> before_next_batch_;
+  size_t stale_batches_ = 0;
   int refuse_writes_ = 0;
 };
 

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 // offload add / list / delete against the semantic fake nf_tables: what the
 // chain holds afterwards, not which bytes were sent.
+#include <linux/in.h>
 #include <linux/netfilter.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "cli_fixture.h"
@@ -145,6 +147,62 @@ TEST_F(OffloadTest, PositionAfterAnUnknownHandleFailsAndChangesNothing) {
             std::string::npos)
       << err();
   EXPECT_EQ(forward_rules(), before);
+}
+
+// Another offload add (or any writer) commits between this run's reads and
+// its write: the write names the generation it read, the kernel refuses
+// it, and the run reads again instead of adding the same rules twice.
+TEST_F(OffloadTest, AWriterBetweenTheReadsAndTheWriteIsSeen) {
+  const uint64_t accept = firewall();
+  nft_kernel().before_next_batch([this] {
+    nft_kernel().add_offload_rule(NFPROTO_INET, "fw", "forward", "ft", IPPROTO_UDP);
+    nft_kernel().add_offload_rule(NFPROTO_INET, "fw", "forward", "ft", IPPROTO_TCP);
+  });
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_EQ(nft_kernel().stale_batches(), 1U);
+  const auto rules = forward_rules();
+  ASSERT_EQ(rules.size(), 3U) << ::testing::PrintToString(rules);
+  EXPECT_EQ(rules.back(), std::to_string(accept) + ": immediate accept");
+  EXPECT_NE(out().find("already in chain inet fw forward: meta l4proto tcp"), std::string::npos)
+      << out();
+  EXPECT_NE(out().find("nothing changed"), std::string::npos) << out();
+}
+
+// The rule to place ours before goes between the reads and the write: the
+// run reads again and says so, instead of the kernel's bare ENOENT.
+TEST_F(OffloadTest, ThePositionRuleDeletedBeforeTheWriteIsReported) {
+  firewall();
+  const uint64_t drop = nft_kernel().add_verdict_rule(NFPROTO_INET, "fw", "forward", NF_DROP);
+  const auto before = forward_rules();
+  nft_kernel().before_next_batch(
+      [this, drop] { nft_kernel().delete_rule(NFPROTO_INET, "fw", "forward", drop); });
+  EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft", "position", "before", std::to_string(drop)}),
+            kExitFailure);
+  EXPECT_EQ(nft_kernel().stale_batches(), 1U);
+  EXPECT_NE(err().find("before rule handle " + std::to_string(drop) +
+                       ": chain forward has no rule with handle " + std::to_string(drop)),
+            std::string::npos)
+      << err();
+  EXPECT_EQ(forward_rules().size(), before.size() - 1);
+}
+
+// A ruleset that changes under every attempt: a bounded number of them,
+// then a clear failure with nothing of ours written.
+TEST_F(OffloadTest, ARulesetThatNeverHoldsStillFailsAfterTenAttempts) {
+  firewall();
+  const auto before = forward_rules();
+  std::function<void()> busy = [this, &busy] {
+    nft_kernel().add_table(NFPROTO_INET, "t" + std::to_string(nft_kernel().generation()));
+    nft_kernel().before_next_batch(busy);
+  };
+  nft_kernel().before_next_batch(busy);
+  EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitFailure);
+  EXPECT_NE(err().find("the ruleset changed under each of 10 attempts; nothing was changed"),
+            std::string::npos)
+      << err();
+  EXPECT_EQ(nft_kernel().stale_batches(), 10U);
+  EXPECT_EQ(forward_rules(), before);
+  nft_kernel().before_next_batch(nullptr);
 }
 
 TEST_F(OffloadTest, BadHandlesAreUsageErrors) {
