@@ -3,10 +3,16 @@
 #
 # flowbulk -f with early_ingress flowtables, when an attach fails after the
 # load: the rollback deletes, by handle and in one transaction, only what
-# the load created. Tables another writer adds while the command runs, and
-# the rules of a table that was there before, survive; nothing stays
-# attached. (The old rollback ran `flush ruleset` and reloaded an earlier
-# listing: the other writer's new tables were lost.)
+# the load created; nothing stays attached.
+# - Alone: the load is the only commit since flowbulk's listing (the ruleset
+#   generation moved by one), so every table, chain and rule the load
+#   created goes, and what was there before stays as it was.
+# - With another writer committing all along: tables that writer adds
+#   survive, and so does the table that was there before. A table or chain
+#   the load echoes may then be one the writer created and the load only
+#   updated, so flowbulk keeps those and names them; the load's rules go.
+# (The old rollback ran `flush ruleset` and reloaded an earlier listing:
+# the other writer's new tables were lost.)
 #
 #   ns: veth0 <-> veth1 (veth0: the device of the flowtable that attaches)
 set -eu
@@ -63,6 +69,33 @@ add chain inet keep extra
 add rule inet keep forward counter
 EOF2
 
+keep_kept() {
+	local now
+	now=$(nft_ns -j list table inet keep | jq -c '[.nftables[] | select(.chain or .rule)]')
+	[ "$now" = "$keep_before" ] || { echo "before: $keep_before"; echo "after: $now"; return 1; }
+}
+rb_gone() { ! nft_ns list table inet rb >/dev/null 2>&1; }
+none_attached() {
+	[ "$(fb -j attach list | jq '.attachments | length')" = 0 ]
+}
+
+rc=0
+fb -f "$tmp/ruleset.nft" 2>"$tmp/err" || rc=$?
+alone_reported() {
+	if [ "$rc" != 1 ] || grep -q "may be theirs" "$tmp/err" ||
+		! grep -q "cannot attach flowtable inet rb bad; removed the 3 objects it created" \
+			"$tmp/err"; then
+		echo "exit $rc: $(cat "$tmp/err")"
+		return 1
+	fi
+}
+check "alone: exit 1, 'removed the 3 objects it created' (a rule, a chain, a table)" \
+	alone_reported
+check "alone: table inet keep: its chain, policy and rule as before; no chain or rule left" \
+	keep_kept
+check "alone: table inet rb, which the load created, is gone" rb_gone
+check "alone: nothing stays attached" none_attached
+
 # Another writer, running all along: one new table after the other, each
 # recorded once nft said it was made.
 : >"$tmp/written"
@@ -93,7 +126,7 @@ wait "$writer" || true
 writer=
 
 reported() { [ "$failed_each_time" = 1 ]; }
-check "-f with a failing attach: exit 1, 'removed the N objects it created' (3 runs)" reported
+check "with a writer: exit 1, 'removed the N objects it created' (3 runs)" reported
 
 writers_tables_kept() {
 	local name missing=0
@@ -102,22 +135,22 @@ writers_tables_kept() {
 	done <"$tmp/written"
 	[ "$missing" = 0 ] && [ -s "$tmp/written" ]
 }
-check "every table the other writer made during the runs is still there ($(wc -l <"$tmp/written"))" \
+check "with a writer: every table it made during the runs is still there ($(wc -l <"$tmp/written"))" \
 	writers_tables_kept
 
-keep_kept() {
-	local now
-	now=$(nft_ns -j list table inet keep | jq -c '[.nftables[] | select(.chain or .rule)]')
-	[ "$now" = "$keep_before" ] || { echo "before: $keep_before"; echo "after: $now"; return 1; }
+# The forward chain of inet keep was there before every run: its policy and
+# rule are as they were, and the load's counter rule is gone (the chain
+# `extra` may be kept, named as perhaps the writer's).
+keep_forward_kept() {
+	local before now
+	before=$(jq -c '[.[] | select(.chain.name == "forward" or .rule.chain == "forward")]' \
+		<<<"$keep_before")
+	now=$(nft_ns -j list table inet keep | jq -c '[.nftables[] |
+		select(.chain.name == "forward" or .rule.chain == "forward")]')
+	[ "$now" = "$before" ] || { echo "before: $before"; echo "after: $now"; return 1; }
 }
-check "table inet keep: its chain, policy and rule as before; no chain or rule left" keep_kept
-
-rb_gone() { ! nft_ns list table inet rb >/dev/null 2>&1; }
-check "table inet rb, which the load created, is gone" rb_gone
-
-none_attached() {
-	[ "$(fb -j attach list | jq '.attachments | length')" = 0 ]
-}
-check "nothing stays attached" none_attached
+check "with a writer: inet keep's forward chain: policy and rule as before, no rule added" \
+	keep_forward_kept
+check "with a writer: nothing stays attached" none_attached
 
 exit "$ret"

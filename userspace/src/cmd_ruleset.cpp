@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "early_ingress.h"
 #include "error.h"
 #include "names.h"
+#include "nft_client.h"
 #include "rollback.h"
 
 namespace flowbulk {
@@ -146,7 +148,8 @@ std::string restore_source_lines(const std::string& errors, const std::string& o
 // the load created. Returns what happened, for the error message.
 std::string roll_back(RulesetEngine& engine, NfbClient& module,
                       const std::vector<FlowtableRef>& attached, const nlohmann::json& before,
-                      const std::string& echoed, const std::vector<FlowtableRef>& flowtables) {
+                      bool before_exact, const std::string& echoed,
+                      const std::vector<FlowtableRef>& flowtables) {
   std::string report;
   for (const FlowtableRef& done : attached) {
     try {
@@ -167,7 +170,7 @@ std::string roll_back(RulesetEngine& engine, NfbClient& module,
   for (const FlowtableRef& ref : flowtables) {
     named.push_back({.family = family_name(ref.family), .table = ref.table, .name = ref.flowtable});
   }
-  const RollbackPlan plan = plan_rollback(before, echo, named);
+  const RollbackPlan plan = plan_rollback(before, echo, named, before_exact);
   std::string kept;
   for (const std::string& what : plan.kept) {
     kept += (kept.empty() ? "" : ", ") + what;
@@ -180,8 +183,9 @@ std::string roll_back(RulesetEngine& engine, NfbClient& module,
   }
   RulesetEngine::Result removed = engine.run_commands(plan.commands.dump(), true);
   if (removed.ok) {
-    return report + "removed the " + std::to_string(plan.command_lines.size()) +
-           " objects it created (other changes to the ruleset were left alone)" + kept;
+    const size_t count = plan.command_lines.size();
+    return report + "removed the " + std::to_string(count) + (count == 1 ? " object" : " objects") +
+           " it created (other changes to the ruleset were left alone)" + kept;
   }
   std::string left;
   for (const std::string& line : plan.command_lines) {
@@ -202,6 +206,8 @@ void do_load_file(Invocation& invocation, const std::string& path) {
   std::unique_ptr<RulesetEngine> engine = invocation.env.make_ruleset_engine();
   const bool rewritten = !rewrite.flowtables.empty();
   nlohmann::json before;
+  std::optional<NftClient> nft;
+  uint32_t listed_generation = 0;
   if (rewritten) {
     // Checked before anything is loaded, so a missing module leaves the
     // ruleset untouched.
@@ -212,8 +218,17 @@ void do_load_file(Invocation& invocation, const std::string& path) {
       fail_with_context(error, "cannot load " + name + " (it has early_ingress flowtables)");
     }
     // Which objects exist now: an object the load echoes that was already
-    // here was only updated, and a rollback must leave it.
-    RulesetEngine::Result listing = engine->run_commands("list ruleset", true);
+    // here was only updated, and a rollback must leave it. The generation
+    // read first tells, after the load, whether anyone else committed in
+    // between (then the listing is not what the load found).
+    RulesetEngine::Result listing;
+    try {
+      nft.emplace(invocation.env.transports.open(NETLINK_NETFILTER));
+      listed_generation = nft->generation();
+      listing = engine->run_commands("list ruleset", true);
+    } catch (const Error& error) {
+      fail_with_context(error, "cannot read the current ruleset; nothing was loaded");
+    }
     before = nlohmann::json::parse(listing.output, nullptr, false);
     if (!listing.ok || before.is_discarded()) {
       throw Error(
@@ -238,6 +253,18 @@ void do_load_file(Invocation& invocation, const std::string& path) {
     throw Error("cannot load " + (named ? std::string("the ruleset") : name) + ":\n" + errors);
   }
 
+  // Exactly one commit since the listing (the load's): the listing is what
+  // the load found. Anything else, or no answer, and the rollback keeps
+  // what it cannot prove the load created.
+  bool before_exact = false;
+  if (rewritten) {
+    try {
+      before_exact = nft->generation() == listed_generation + 1;
+    } catch (const Error&) {
+      // Unknown: not exact.
+    }
+  }
+
   std::vector<FlowtableRef> attached;
   for (const FlowtableRef& ref : rewrite.flowtables) {
     try {
@@ -252,10 +279,10 @@ void do_load_file(Invocation& invocation, const std::string& path) {
         }
       }
     } catch (const Error& error) {
-      fail_with_context(
-          error,
-          "loaded " + name + " but cannot attach flowtable " + ref.to_string() + "; " +
-              roll_back(*engine, *module, attached, before, loaded.output, rewrite.flowtables));
+      fail_with_context(error, "loaded " + name + " but cannot attach flowtable " +
+                                   ref.to_string() + "; " +
+                                   roll_back(*engine, *module, attached, before, before_exact,
+                                             loaded.output, rewrite.flowtables));
     }
   }
 

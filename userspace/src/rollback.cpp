@@ -40,7 +40,7 @@ std::string quoted(const std::string& name) {
 }  // namespace
 
 RollbackPlan plan_rollback(const Json& before, const Json& echo,
-                           const std::vector<NamedFlowtable>& flowtables) {
+                           const std::vector<NamedFlowtable>& flowtables, bool exact) {
   std::set<Key> existed;
   if (before.contains("nftables") && before["nftables"].is_array()) {
     for (const Json& entry : before["nftables"]) {
@@ -64,6 +64,7 @@ RollbackPlan plan_rollback(const Json& before, const Json& echo,
   std::vector<std::vector<Json>> objects(kTableObjects.size());
   RollbackPlan plan;
   bool updated = false;
+  std::vector<std::string> unproven;  // not listed before, but maybe not ours
   const Json empty = Json::array();
   const Json& events =
       echo.contains("nftables") && echo["nftables"].is_array() ? echo["nftables"] : empty;
@@ -88,6 +89,8 @@ RollbackPlan plan_rollback(const Json& before, const Json& echo,
           const std::string name = text_of(object, "name");
           if (existed.contains({kind, family, name, ""})) {
             updated = true;
+          } else if (!exact) {
+            unproven.push_back("table " + family + " " + name);
           } else if (has_handle(object)) {
             new_tables.emplace(family, name);
             tables.push_back(Json{
@@ -120,6 +123,8 @@ RollbackPlan plan_rollback(const Json& before, const Json& echo,
           plan.kept.push_back(kind + " " + family + " " + table + " " + name);
         } else if (existed.contains({kind, family, table, name})) {
           updated = true;
+        } else if (!exact) {
+          unproven.push_back(kind + " " + family + " " + table + " " + name);
         } else {
           objects[slot].push_back(Json{{kind,
                                         {{"family", family},
@@ -132,11 +137,29 @@ RollbackPlan plan_rollback(const Json& before, const Json& echo,
   }
 
   for (const NamedFlowtable& flowtable : flowtables) {
-    if (!existed.contains({"flowtable", flowtable.family, flowtable.table, flowtable.name})) {
+    if (existed.contains({"flowtable", flowtable.family, flowtable.table, flowtable.name})) {
+      continue;
+    }
+    if (!exact) {
+      unproven.push_back("flowtable " + flowtable.family + " " + flowtable.table + " " +
+                         flowtable.name);
+    } else {
       objects[2].push_back(Json{
           {"flowtable",
            {{"family", flowtable.family}, {"table", flowtable.table}, {"name", flowtable.name}}}});
     }
+  }
+  if (!unproven.empty()) {
+    std::string names;
+    std::set<std::string> named;  // a flowtable is echoed and asked for
+    for (const std::string& name : unproven) {
+      if (named.insert(name).second) {
+        names += (names.empty() ? "" : ", ") + name;
+      }
+    }
+    plan.kept.push_back(names +
+                        " (another writer changed the ruleset between flowbulk's listing and "
+                        "its load, so these may be theirs)");
   }
 
   // Inside a table the load created, deleting the table is enough.

@@ -37,7 +37,13 @@ struct NamedFlowtable {
   std::string table;
   std::string name;
 };
+// `exact`: `before` was the ruleset right before the load, with no other
+// writer's commit between them (the generation moved by exactly one, the
+// load's). When it was not, a table, chain, set or flowtable the load
+// echoes may have been created by that writer and only updated by the
+// load: those are kept and named; rules, which a load always creates,
+// are still deleted.
 RollbackPlan plan_rollback(const nlohmann::json& before, const nlohmann::json& echo,
-                           const std::vector<NamedFlowtable>& flowtables = {});
+                           const std::vector<NamedFlowtable>& flowtables = {}, bool exact = true);
 
 }  // namespace flowbulk

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <linux/netlink.h>
 
+#include <functional>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -30,6 +31,9 @@ struct FakeEngineState {
   // Answers to the next run_commands() other than the listing.
   std::vector<RulesetEngine::Result> run_results;
   std::string loaded_text;
+  // Runs at each load_text(): the load's commit, seen by the fake
+  // nf_tables' generation.
+  std::function<void()> on_load;
 };
 
 class FakeEngine final : public RulesetEngine {
@@ -50,6 +54,9 @@ class FakeEngine final : public RulesetEngine {
                    bool echo) override {
     state_.calls.push_back((echo ? "echo: " : "text: ") + display_name);
     state_.loaded_text = ruleset;
+    if (state_.on_load) {
+      state_.on_load();
+    }
     return state_.load_result;
   }
 
@@ -100,6 +107,18 @@ class CliTest : public ::testing::Test {
     return nft_kernel_;
   }
   ReplayTransport& nft() { return transports_.transport(NETLINK_NETFILTER); }
+  // The fake libnftables loads, and the semantic fake nf_tables answers the
+  // tool's own requests (the ruleset generation around a load): each load
+  // is one commit, plus `others` by other writers between the tool's
+  // listing and its load.
+  void fake_generations(int others = 0) {
+    transports_.serve(NETLINK_NETFILTER, nft_kernel_);
+    engine_.on_load = [this, others] {
+      for (int commit = 0; commit <= others; ++commit) {
+        nft_kernel_.count_commit();
+      }
+    };
+  }
   bool nothing_opened() const {
     return transports_.opened(NETLINK_GENERIC) == 0 && transports_.opened(NETLINK_NETFILTER) == 0;
   }

@@ -665,6 +665,7 @@ TEST_F(CliTest, LoadRefusesOversizedInput) {
 }
 
 TEST_F(CliTest, LoadEarlyIngressRulesetAttaches) {
+  fake_generations();
   in_.str(kEarlyRuleset);
   genl().expect(resolve_family(kFakeFamilyId));
   genl().expect(ack_all());
@@ -677,6 +678,7 @@ TEST_F(CliTest, LoadEarlyIngressRulesetAttaches) {
 }
 
 TEST_F(CliTest, LoadingTheSameRulesetAgainKeepsTheAttachment) {
+  fake_generations();
   in_.str(kEarlyRuleset);
   genl().expect(resolve_family(kFakeFamilyId));
   genl().expect(fail_message(0, EEXIST, "flowtable already attached"));
@@ -695,6 +697,7 @@ TEST_F(CliTest, LoadEarlyIngressWithoutModuleLoadsNothing) {
 }
 
 TEST_F(CliTest, LoadSyntaxErrorReportsNftMessageAndAttachesNothing) {
+  fake_generations();
   in_.str(kEarlyRuleset);
   engine_.load_result = {.ok = false,
                          .output = {},
@@ -732,6 +735,7 @@ TEST_F(CliTest, LoadErrorNamesTheFileOnce) {
 }
 
 TEST_F(CliTest, LoadErrorQuotesTheUsersLineNotTheRewrittenOne) {
+  fake_generations();
   in_.str(kEarlyRuleset);
   engine_.load_result = {
       .ok = false,
@@ -763,6 +767,7 @@ const char* kEchoedLoad = R"({"nftables": [
 class LoadRollbackTest : public CliTest {
  protected:
   LoadRollbackTest() {
+    fake_generations();
     in_.str(std::string(kEarlyRuleset) +
             "table ip t2 { flowtable f2 { hook early_ingress priority 0; devices = { eth1 } } }\n"
             "add rule ip old c counter\n");
@@ -804,6 +809,25 @@ TEST_F(LoadRollbackTest, FailedRollbackSaysWhatIsLeftAndHowToRemoveIt) {
                        "  nft delete table ip handle 8"),
             std::string::npos)
       << err();
+}
+
+// Another writer commits between the listing and the load: a table or
+// chain the load echoes may be one that writer created and the load only
+// updated, so only the rules (always created by a load) are deleted; the
+// rest is kept and named.
+TEST_F(LoadRollbackTest, AWriterBetweenTheListingAndTheLoadKeepsWhatMayBeTheirs) {
+  fake_generations(1);
+  EXPECT_EQ(run({"-f", "-"}), kExitFailure);
+  EXPECT_NE(err().find("removed the 1 object it created"), std::string::npos) << err();
+  EXPECT_NE(err().find("not undone: table inet fw, flowtable inet fw ft, table ip t2, flowtable ip "
+                       "t2 f2 (another writer changed the ruleset between flowbulk's listing and "
+                       "its load, so these may be theirs)"),
+            std::string::npos)
+      << err();
+  ASSERT_EQ(engine_.calls.size(), 3U);
+  EXPECT_EQ(Json::parse(engine_.calls[2].substr(std::string("json: ").size())),
+            Json::parse(R"({"nftables": [
+                {"delete": {"rule": {"family": "ip", "table": "old", "chain": "c", "handle": 12}}}]})"));
 }
 
 }  // namespace

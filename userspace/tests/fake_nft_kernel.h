@@ -101,6 +101,8 @@ class FakeNftKernel final : public Transport {
 
   // The ruleset generation: moved by every commit and every seeding call.
   uint32_t generation() const { return generation_; }
+  // A commit of something the fake does not keep (a fake libnftables load).
+  void count_commit() { ++generation_; }
   // Runs `writer` once, when the next batch arrives and before it is
   // checked: another process committing between the reads and the write of
   // the one under test.
