@@ -6,6 +6,8 @@
 # one it can ("my-table.v2") is listed, deleted and attached by flowbulk;
 # `priority filter + 10` is evaluated by libnftables to 10, as nft does, and
 # a priority name a flowtable does not have is refused with nft's message.
+# Names that are nft keywords (table "flow", flowtable "table") are made,
+# offloaded to and deleted by flowbulk, as the kernel takes them.
 #
 #   ns: veth0 <-> veth1 (devices for the flowtables)
 set -eu
@@ -114,6 +116,22 @@ unchanged() { [ "$before" = "$after" ]; }
 check "refused priorities changed nothing" unchanged
 
 fb table delete inet fw
+
+# nft keywords as names: the kernel takes them, nft's syntax cannot write
+# them, so flowbulk must not put them there.
+keyword_names() {
+	fb table add inet flow &&
+		fb flowtable add inet flow table hook ingress devices veth0 &&
+		fb offload add inet flow table &&
+		[ "$(fb -j offload list inet flow | jq '.offloads | length')" = 2 ] &&
+		nft_ns -j list flowtables | jq -e '.nftables[] | select(.flowtable) |
+			.flowtable | select(.table == "flow" and .name == "table")' >/dev/null &&
+		fb offload delete inet flow table &&
+		fb flowtable delete inet flow table &&
+		fb table delete inet flow
+}
+check "table \"flow\", flowtable \"table\": made, offloaded to, deleted" keyword_names
+
 check "everything removed" [ "$(tables)" = "[]" ]
 
 exit "$ret"

@@ -310,11 +310,16 @@ void table_list(Invocation& invocation, Arguments& arguments) {
 
 // The command that creates the flowtable (exclusively: an existing one is
 // an error). nft 1.0.6 has no one form for everything: its syntax takes
-// priority expressions and `counter` but only names that are nft tokens;
-// its JSON takes any name but only a number as priority, and drops flags.
+// priority expressions and `counter` but only names that are nft tokens
+// and not nft keywords (`flow`, `table`, `counter`, `ip`: a syntax error
+// about a command the user never typed); its JSON takes any name but only
+// a number as priority, and drops flags. So JSON whenever it can say it
+// all, nft syntax only for a priority expression or counter.
 std::string flowtable_create_command(const FlowtableSpec& spec, const std::string& priority,
                                      const std::string& context) {
-  if (nft_syntax_name(spec.ref.table) && nft_syntax_name(spec.ref.flowtable)) {
+  const std::optional<int32_t> number = priority_number(priority);
+  if ((!number || spec.counter) && nft_syntax_name(spec.ref.table) &&
+      nft_syntax_name(spec.ref.flowtable)) {
     std::string devices;
     for (const std::string& device : spec.devices) {
       if (device.find('"') != std::string::npos) {
@@ -331,7 +336,6 @@ std::string flowtable_create_command(const FlowtableSpec& spec, const std::strin
            spec.ref.flowtable + " { hook ingress priority " + priority + "; devices = { " +
            devices + " }; " + (spec.counter ? "counter; " : "") + "}";
   }
-  const std::optional<int32_t> number = priority_number(priority);
   if (!number || spec.counter) {
     throw UsageError(context +
                      ": nft can write this table or flowtable name only as JSON, which takes "
@@ -409,7 +413,20 @@ void flowtable_add(Invocation& invocation, Arguments& arguments) {
       fail_with_context(error, context + " with hook early_ingress");
     }
   }
-  run_nft(invocation, command, context);
+  const RulesetEngine::Result created =
+      invocation.env.make_ruleset_engine()->run_commands(command, true);
+  if (!created.ok) {
+    std::string errors = created.errors;
+    if (command.front() != '{' && errors.find("syntax error") != std::string::npos) {
+      // The names passed nft_syntax_name(); nft rejects them only as
+      // keywords, which it does not list.
+      errors +=
+          "\nnft's syntax cannot write a table or flowtable name that is one of its keywords; "
+          "with a numeric priority (filter is 0) and without counter flowbulk writes the names "
+          "as JSON, which can";
+    }
+    fail_nft(context, errors);
+  }
   if (early) {
     try {
       try {

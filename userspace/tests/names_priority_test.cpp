@@ -147,6 +147,42 @@ TEST_F(NamesTest, AFlowtableInATableNftSyntaxCannotNameTakesANumericPriority) {
   EXPECT_TRUE(nft_kernel().state().flowtables.empty());
 }
 
+// nft keywords are names the kernel takes and nft's syntax cannot write:
+// the tool must not turn them into a syntax error about a command the user
+// never typed.
+TEST_F(NamesTest, NamesThatAreNftKeywords) {
+  for (const std::string name : {"flow", "table", "counter", "ip", "inet", "offload"}) {
+    SCOPED_TRACE(name);
+    ASSERT_EQ(run({"table", "add", "inet", name}), kExitOk) << err();
+    ASSERT_EQ(run({"flowtable", "add", "inet", name, name, "hook", "ingress", "devices", "eth0"}),
+              kExitOk)
+        << err();
+    ASSERT_EQ(run({"offload", "add", "inet", name, name}), kExitOk) << err();
+    EXPECT_EQ(nft_kernel().rules(NFPROTO_INET, name, "forward").size(), 2U);
+    ASSERT_EQ(run({"-j", "offload", "list", "inet", name}), kExitOk) << err();
+    EXPECT_EQ(Json::parse(out())["offloads"].size(), 2U) << out();
+    ASSERT_EQ(run({"offload", "delete", "inet", name, name}), kExitOk) << err();
+    ASSERT_EQ(run({"flowtable", "delete", "inet", name, name}), kExitOk) << err();
+    ASSERT_EQ(run({"table", "delete", "inet", name}), kExitOk) << err();
+  }
+  EXPECT_TRUE(nft_kernel().state().tables.empty());
+}
+
+// A keyword name with what only nft's syntax can say: nft's error, and
+// what to do instead.
+TEST_F(NamesTest, AKeywordNameWithCounterSaysWhatToDoInstead) {
+  nft_kernel().add_table(NFPROTO_INET, "fw");
+  EXPECT_EQ(run({"flowtable", "add", "inet", "fw", "flow", "hook", "ingress", "devices", "eth0",
+                 "counter"}),
+            kExitFailure);
+  EXPECT_NE(err().find("syntax error"), std::string::npos) << err();
+  EXPECT_NE(err().find("one of its keywords; with a numeric priority (filter is 0) and without "
+                       "counter flowbulk writes the names as JSON"),
+            std::string::npos)
+      << err();
+  EXPECT_TRUE(nft_kernel().state().flowtables.empty());
+}
+
 TEST_F(NamesTest, OffloadIntoATableAndChainWithUnusualNames) {
   nft_kernel().add_table(NFPROTO_INET, "my table");
   nft_kernel().add_flowtable(NFPROTO_INET, "my table", "ft");
