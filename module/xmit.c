@@ -155,24 +155,28 @@ static u16 nfb_pick_txq(struct net_device *dev, struct sk_buff *skb)
 	int q = 0;
 
 	/*
+	 * A device going away has no queues left to pick from; its packets
+	 * are dropped (dev_down) before any queue is used. Closing it waits
+	 * for an RCU grace period, so a device seen running here keeps its
+	 * queues until this poll ends. Checked before our bytes are parked
+	 * below: returning between the park and the restore left the queue
+	 * mapping in the upper half of @nn (a 7.3 guest died of it in
+	 * nfb_lifetime).
+	 */
+	if (unlikely(!netif_running(dev)))
+		return 0;
+
+	/*
 	 * 7.x: the device writes into our part (nfb.h, NFB_SDQM_IN_CB). The
 	 * value kept is the one those devices store, the queue mapping before
-	 * the pick, unless the device wrote another.
+	 * the pick, unless the device wrote another. Nothing may return
+	 * between here and the restore.
 	 */
 	if (NFB_SDQM_IN_CB) {
 		mapping = skb_get_queue_mapping(skb);
 		memcpy(ours, skb->cb + NFB_SDQM_OFFSET, NFB_SDQM_LEN);
 		memcpy(skb->cb + NFB_SDQM_OFFSET, &mapping, NFB_SDQM_LEN);
 	}
-
-	/*
-	 * A device going away has no queues left to pick from; its packets
-	 * are dropped (dev_down) before any queue is used. Closing it waits
-	 * for an RCU grace period, so a device seen running here keeps its
-	 * queues until this poll ends.
-	 */
-	if (unlikely(!netif_running(dev)))
-		return 0;
 	nfb_skb_set_sender_cpu(skb);
 	if (dev->real_num_tx_queues != 1) {
 		if (ops->ndo_select_queue)
