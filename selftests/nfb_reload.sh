@@ -58,15 +58,19 @@ check "traffic taken by the module" fp_taken_grows 100
 churn_pid=$!
 
 # One python process (start-up is slow under TCG): rmmod, insmod, attach.
+# insmod reads no modprobe.d: NFB_UNPROVEN_KERNEL=1 (lib.sh) is passed on
+# as the parameter itself.
 reload_cycles() {
-	ip netns exec "$R" python3 - "$FP_DIR" "$ko" "$cycles" <<-'PY'
+	local params=()
+	[ "${NFB_UNPROVEN_KERNEL:-0}" != 1 ] || params=(unproven_kernel=1)
+	ip netns exec "$R" python3 - "$FP_DIR" "$ko" "$cycles" "${params[@]}" <<-'PY'
 	import subprocess, sys
 	sys.dont_write_bytecode = True
 	sys.path.insert(0, sys.argv[1])
 	import nfb_genl
 	for i in range(int(sys.argv[3])):
 	    subprocess.run(["rmmod", "nf_flow_bulk"], check=True)
-	    subprocess.run(["insmod", sys.argv[2]], check=True)
+	    subprocess.run(["insmod", sys.argv[2]] + sys.argv[4:], check=True)
 	    nl = nfb_genl.Genl()
 	    nl.do(nfb_genl.CMD["attach"], nfb_genl.ft_attrs(1, "fp", "ft"))
 	    nl.sock.close()
