@@ -22,6 +22,7 @@
 #include <set>
 
 #include "commands.h"
+#include "deferred_signals.h"
 #include "error.h"
 #include "names.h"
 #include "nft_client.h"
@@ -412,6 +413,12 @@ void flowtable_add(Invocation& invocation, Arguments& arguments) {
     } catch (const Error& error) {
       fail_with_context(error, context + " with hook early_ingress");
     }
+  }
+  // From the create to the attach, or to the removal after a failed one:
+  // an interrupt here would leave a plain ingress flowtable behind.
+  std::optional<DeferredSignals> hold;
+  if (early) {
+    hold.emplace();
   }
   const RulesetEngine::Result created =
       invocation.env.make_ruleset_engine()->run_commands(command, true);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "deferred_signals.h"
 #include "early_ingress.h"
 #include "error.h"
 #include "names.h"
@@ -236,6 +237,13 @@ void do_load_file(Invocation& invocation, const std::string& path) {
           "fails); nothing was loaded:\n" +
           listing.errors);
     }
+  }
+
+  // From the load to the last attach, or to the end of the rollback: an
+  // interrupt here would leave a ruleset loaded and not attached.
+  std::optional<DeferredSignals> hold;
+  if (rewritten) {
+    hold.emplace();
   }
 
   // From memory, always: the input was read once, above. nft resolves

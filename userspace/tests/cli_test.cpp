@@ -4,6 +4,8 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <nf_flow_bulk.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include <thread>
 
 #include "cli_fixture.h"
+#include "deferred_signals.h"
 #include "error.h"
 #include "raii.h"
 
@@ -809,6 +812,39 @@ TEST_F(LoadRollbackTest, FailedRollbackSaysWhatIsLeftAndHowToRemoveIt) {
                        "  nft delete table ip handle 8"),
             std::string::npos)
       << err();
+}
+
+volatile sig_atomic_t terms_delivered = 0;
+void count_term(int /*signal*/) {
+  terms_delivered = terms_delivered + 1;
+}
+
+// SIGTERM in the middle of the load, attach and rollback is held back until
+// they are over, then handed to main() instead of killing the process
+// before it says what it did.
+TEST_F(LoadRollbackTest, AnInterruptWaitsForTheRollbackToEnd) {
+  struct sigaction counting {};
+  counting.sa_handler = count_term;
+  sigemptyset(&counting.sa_mask);
+  struct sigaction previous {};
+  ASSERT_EQ(sigaction(SIGTERM, &counting, &previous), 0);
+  terms_delivered = 0;
+  const auto count_commit = engine_.on_load;
+  engine_.on_load = [count_commit] {
+    count_commit();
+    raise(SIGTERM);
+  };
+  EXPECT_EQ(run({"-f", "-"}), kExitFailure);
+  EXPECT_EQ(terms_delivered, 0);
+  EXPECT_NE(err().find("removed the 3 objects it created"), std::string::npos) << err();
+  EXPECT_EQ(take_deferred_signal(), SIGTERM);
+  EXPECT_EQ(take_deferred_signal(), 0);
+  sigset_t blocked;
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, nullptr, &blocked), 0);
+  EXPECT_EQ(sigismember(&blocked, SIGTERM), 0);  // the mask is as it was
+  raise(SIGTERM);
+  EXPECT_EQ(terms_delivered, 1);
+  sigaction(SIGTERM, &previous, nullptr);
 }
 
 // Another writer commits between the listing and the load: a table or
