@@ -5,7 +5,8 @@
 # it loads (the rest exactly as nft -f would), its flowtable sits at ingress
 # and is attached to nf_flow_bulk, which the kernel loads on demand by its
 # genetlink family alias. A ruleset with a syntax error is refused with nft's
-# message and line and changes nothing. `flowtable add ... hook
+# message and line and changes nothing. An nft JSON ruleset (nft -j -f)
+# loads the same way. `flowtable add ... hook
 # early_ingress` does the same in one command; `stats -j` agrees with
 # /proc/net/stat/nf_flow_bulk; `monitor -j` prints one document per sample.
 #
@@ -129,6 +130,23 @@ printf 'table ip viastdin {\n\tflowtable f3 {\n\t\thook early_ingress priority -
 	fb -f -
 check "-f -: ip viastdin f3 attached" attached ip viastdin f3 -5 '["veth2"]'
 
+# nft JSON, as `nft -j -f` takes it: the early_ingress flowtable is made at
+# ingress and attached all the same.
+cat >"$tmp/router.json" <<'JSON'
+{"nftables": [
+  {"add": {"table": {"family": "ip", "name": "viajson"}}},
+  {"add": {"flowtable": {"family": "ip", "table": "viajson", "name": "f4",
+                         "hook": "early_ingress", "prio": 7, "dev": ["veth2"]}}}
+]}
+JSON
+fb -f "$tmp/router.json"
+check "-f JSON: ip viajson f4 attached at priority 7" attached ip viajson f4 7 '["veth2"]'
+json_at_ingress() {
+	nft_json | jq -e '[.nftables[] | select(.flowtable) | .flowtable |
+		select(.table == "viajson")] | length == 1 and .[0].hook == "ingress"' >/dev/null
+}
+check "-f JSON: the flowtable is at hook ingress" json_at_ingress
+
 # One command: create at ingress and attach.
 fb table add ip6 six
 fb flowtable add ip6 six f6 hook early_ingress priority 20 devices veth3 counter
@@ -149,6 +167,7 @@ check "monitor -j: one JSON document per sample" monitor_samples
 
 fb table delete inet fw
 fb table delete ip viastdin
+fb table delete ip viajson
 fb table delete ip6 six
 none_left() { [ "$(fb -j attach list | jq '.attachments | length')" = 0 ]; }
 check "table delete detaches its flowtables" none_left

@@ -200,8 +200,14 @@ std::string roll_back(RulesetEngine& engine, NfbClient& module,
 
 void do_load_file(Invocation& invocation, const std::string& path) {
   const std::string ruleset = read_ruleset(invocation, path);
-  const EarlyIngressRewrite rewrite = rewrite_early_ingress(ruleset);
   const std::string name = path == "-" ? "/dev/stdin" : path;
+  const bool json = is_json_ruleset(ruleset);
+  EarlyIngressRewrite rewrite;
+  try {
+    rewrite = json ? rewrite_early_ingress_json(ruleset) : rewrite_early_ingress(ruleset);
+  } catch (const UsageError& error) {
+    throw UsageError("cannot load " + name + ": " + error.what());
+  }
 
   std::optional<NfbClient> module;
   std::unique_ptr<RulesetEngine> engine = invocation.env.make_ruleset_engine();
@@ -250,13 +256,14 @@ void do_load_file(Invocation& invocation, const std::string& path) {
   // includes the same way for a file and for this text (include paths, and
   // "./" relative to the working directory). With early_ingress flowtables
   // libnftables echoes what the kernel added, with handles, for a rollback.
-  RulesetEngine::Result loaded = engine->load_text(rewrite.ruleset, name, rewritten);
+  RulesetEngine::Result loaded = engine->load_text(rewrite.ruleset, name, json, rewritten);
   if (!loaded.ok) {
     // nft's own message with line and column; nft applied nothing. nft
     // names the file in front of each line and column ("FILE:2:3-11:"), so
     // ours does not name it a second time.
-    const std::string errors =
-        rewritten ? restore_source_lines(loaded.errors, ruleset, rewrite.ruleset) : loaded.errors;
+    const std::string errors = rewritten && !json
+                                   ? restore_source_lines(loaded.errors, ruleset, rewrite.ruleset)
+                                   : loaded.errors;
     const bool named = errors.find(name + ":") != std::string::npos;
     throw Error("cannot load " + (named ? std::string("the ruleset") : name) + ":\n" + errors);
   }

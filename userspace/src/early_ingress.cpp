@@ -3,6 +3,8 @@
 
 #include <linux/netfilter.h>
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "error.h"
@@ -183,6 +185,72 @@ EarlyIngressRewrite rewrite_early_ingress(std::string_view ruleset) {
       continue;
     }
     ++position;  // whitespace, commas and anything else
+  }
+  return result;
+}
+
+bool is_json_ruleset(std::string_view ruleset) {
+  const size_t first = ruleset.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && ruleset[first] == '{';
+}
+
+EarlyIngressRewrite rewrite_early_ingress_json(std::string_view ruleset) {
+  EarlyIngressRewrite result{.ruleset = std::string(ruleset), .flowtables = {}};
+  nlohmann::json document;
+  try {
+    document = nlohmann::json::parse(ruleset);
+  } catch (const nlohmann::json::parse_error& error) {
+    // nft would fall back to its syntax parser and complain about the '{'.
+    throw UsageError(std::string("not valid JSON: ") + error.what());
+  }
+  if (!document.is_object() || !document.contains("nftables") || !document["nftables"].is_array()) {
+    return result;  // nft says what is wrong with it
+  }
+  auto rewrite = [&result](nlohmann::json& flowtable) {
+    if (!flowtable.is_object() || !flowtable.contains("hook") ||
+        flowtable["hook"] != kEarlyIngress) {
+      return;
+    }
+    const auto text = [&flowtable](const char* field) -> std::optional<std::string> {
+      if (!flowtable.contains(field) || !flowtable[field].is_string()) {
+        return std::nullopt;
+      }
+      return flowtable[field].get<std::string>();
+    };
+    const auto family = text("family");
+    const auto table = text("table");
+    const auto name = text("name");
+    if (!family || !table || !name) {
+      throw UsageError(
+          "an early_ingress flowtable in JSON needs its \"family\", \"table\" and \"name\"");
+    }
+    const auto number = family_from_name(*family);
+    if (!number) {
+      throw UsageError("flowtable " + *name + " in table " + *family + " " + *table +
+                       ": hook early_ingress needs family " + std::string(family_names_text()));
+    }
+    flowtable["hook"] = kIngress;
+    FlowtableRef ref{.family = *number, .table = *table, .flowtable = *name};
+    if (std::find(result.flowtables.begin(), result.flowtables.end(), ref) ==
+        result.flowtables.end()) {
+      result.flowtables.push_back(std::move(ref));
+    }
+  };
+  for (nlohmann::json& entry : document["nftables"]) {
+    if (!entry.is_object()) {
+      continue;
+    }
+    for (auto& [key, value] : entry.items()) {
+      if (key == "flowtable") {
+        rewrite(value);  // as `nft -j list ruleset` prints it
+      } else if ((key == "add" || key == "create") && value.is_object() &&
+                 value.contains("flowtable")) {
+        rewrite(value["flowtable"]);
+      }
+    }
+  }
+  if (!result.flowtables.empty()) {
+    result.ruleset = document.dump();
   }
   return result;
 }

@@ -29,4 +29,17 @@ struct EarlyIngressRewrite {
 // without evaluating the ruleset (a $variable as table or flowtable name).
 EarlyIngressRewrite rewrite_early_ingress(std::string_view ruleset);
 
+// Whether the ruleset is nft JSON (`nft -j -f`): its first character that
+// is not white space is '{', which no nft syntax ruleset starts with.
+bool is_json_ruleset(std::string_view ruleset);
+
+// The same for an nft JSON ruleset: every flowtable object with "hook":
+// "early_ingress", in an "add" or "create" command or listed bare (as
+// `nft -j list ruleset` prints it), gets "ingress". JSON has no line and
+// column to keep, so a rewritten document is printed anew; one with no
+// early_ingress flowtable is left byte for byte. Throws UsageError for a
+// document that is not JSON, and for an early_ingress flowtable without
+// its family, table or name.
+EarlyIngressRewrite rewrite_early_ingress_json(std::string_view ruleset);
+
 }  // namespace flowbulk

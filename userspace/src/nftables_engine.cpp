@@ -54,7 +54,7 @@ class LibnftablesEngine final : public RulesetEngine {
     return collect(context.get(), nft_run_cmd_from_buffer(context.get(), commands.c_str()));
   }
 
-  Result load_text(const std::string& ruleset, const std::string& display_name,
+  Result load_text(const std::string& ruleset, const std::string& display_name, bool json,
                    bool echo) override {
     // libnftables prints line numbers only for files (a buffer is treated
     // as one command line), so the text goes through an anonymous in-memory
@@ -79,6 +79,10 @@ class LibnftablesEngine final : public RulesetEngine {
     if (echo) {
       nft_ctx_output_set_flags(context.get(),
                                NFT_CTX_OUTPUT_ECHO | NFT_CTX_OUTPUT_JSON | NFT_CTX_OUTPUT_HANDLE);
+    } else if (json) {
+      // libnftables 1.0.6 has no input flag: it tries its JSON parser
+      // first only when the output is JSON (what `nft -j -f` sets).
+      nft_ctx_output_set_flags(context.get(), NFT_CTX_OUTPUT_JSON);
     }
     Result result = collect(context.get(), nft_run_cmd_from_filename(context.get(), path.c_str()));
     replace_all(result.errors, path, display_name);

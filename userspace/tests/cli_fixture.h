@@ -50,9 +50,10 @@ class FakeEngine final : public RulesetEngine {
     }
     return result;
   }
-  Result load_text(const std::string& ruleset, const std::string& display_name,
+  Result load_text(const std::string& ruleset, const std::string& display_name, bool json,
                    bool echo) override {
-    state_.calls.push_back((echo ? "echo: " : "text: ") + display_name);
+    state_.calls.push_back(std::string(json ? "json " : "") + (echo ? "echo: " : "text: ") +
+                           display_name);
     state_.loaded_text = ruleset;
     if (state_.on_load) {
       state_.on_load();

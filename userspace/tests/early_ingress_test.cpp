@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <linux/netfilter.h>
 
+#include <nlohmann/json.hpp>
+
 #include "error.h"
 
 namespace flowbulk {
@@ -99,6 +101,65 @@ TEST(EarlyIngress, EarlyIngressOutsideFlowtableIsLeftForNftToReject) {
   auto result = rewrite_early_ingress(input);
   EXPECT_EQ(result.ruleset, input);
   EXPECT_TRUE(result.flowtables.empty());
+}
+
+// nft JSON (`nft -j -f`): the same rewrite on the document, not the text.
+TEST(EarlyIngressJson, TellsJsonFromNftSyntax) {
+  EXPECT_TRUE(is_json_ruleset("  \n{\"nftables\": []}"));
+  EXPECT_FALSE(is_json_ruleset("table inet fw { }"));
+  EXPECT_FALSE(is_json_ruleset("# {\n"));
+  EXPECT_FALSE(is_json_ruleset(""));
+}
+
+TEST(EarlyIngressJson, RewritesAddCreateAndListedFlowtables) {
+  const std::string input = R"({"nftables": [
+    {"metainfo": {"json_schema_version": 1}},
+    {"add": {"table": {"family": "inet", "name": "fw"}}},
+    {"add": {"flowtable": {"family": "inet", "table": "fw", "name": "a", "hook": "early_ingress",
+                           "prio": 0, "dev": ["eth0"]}}},
+    {"create": {"flowtable": {"family": "ip", "table": "t", "name": "b",
+                              "hook": "early_ingress", "prio": 10, "dev": "eth1"}}},
+    {"flowtable": {"family": "ip6", "table": "t6", "name": "c", "hook": "early_ingress",
+                   "prio": 0, "dev": ["eth2"]}},
+    {"add": {"flowtable": {"family": "inet", "table": "fw", "name": "plain", "hook": "ingress",
+                           "prio": 0, "dev": ["eth3"]}}},
+    {"add": {"flowtable": {"family": "inet", "table": "fw", "name": "a", "hook": "early_ingress",
+                           "prio": 0, "dev": ["eth0"]}}}]})";
+  const auto result = rewrite_early_ingress_json(input);
+  EXPECT_EQ(result.ruleset.find("early_ingress"), std::string::npos) << result.ruleset;
+  const auto document = nlohmann::json::parse(result.ruleset);
+  EXPECT_EQ(document["nftables"][2]["add"]["flowtable"]["hook"], "ingress");
+  EXPECT_EQ(document["nftables"][2]["add"]["flowtable"]["dev"], nlohmann::json::array({"eth0"}));
+  EXPECT_EQ(document["nftables"][4]["flowtable"]["hook"], "ingress");
+  ASSERT_EQ(result.flowtables.size(), 3U);  // "a" once
+  EXPECT_EQ(result.flowtables[0],
+            (FlowtableRef{.family = NFPROTO_INET, .table = "fw", .flowtable = "a"}));
+  EXPECT_EQ(result.flowtables[1],
+            (FlowtableRef{.family = NFPROTO_IPV4, .table = "t", .flowtable = "b"}));
+  EXPECT_EQ(result.flowtables[2],
+            (FlowtableRef{.family = NFPROTO_IPV6, .table = "t6", .flowtable = "c"}));
+}
+
+TEST(EarlyIngressJson, LeavesADocumentWithoutEarlyIngressByteForByte) {
+  const std::string input =
+      "{\"nftables\": [ {\"add\": {\"table\": {\"family\": \"ip\", \"name\": \"early_ingress\"}}} "
+      "]}\n";
+  const auto result = rewrite_early_ingress_json(input);
+  EXPECT_EQ(result.ruleset, input);
+  EXPECT_TRUE(result.flowtables.empty());
+}
+
+TEST(EarlyIngressJson, RefusesWhatItCannotRead) {
+  EXPECT_THROW(rewrite_early_ingress_json("{\"nftables\": [ }"), UsageError);
+  EXPECT_THROW(rewrite_early_ingress_json(
+                   R"({"nftables": [{"add": {"flowtable": {"family": "inet", "name": "a",
+                                                             "hook": "early_ingress"}}}]})"),
+               UsageError);
+  EXPECT_THROW(rewrite_early_ingress_json(
+                   R"({"nftables": [{"add": {"flowtable": {"family": "netdev", "table": "t",
+                                                             "name": "a",
+                                                             "hook": "early_ingress"}}}]})"),
+               UsageError);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // (the real one, talking to the semantic fake nf_tables) instead of judging
 // them itself, so any name the kernel allows works and nft's priority
 // expressions are evaluated by nft.
+#include <libmnl/libmnl.h>
+#include <linux/genetlink.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <nf_flow_bulk.h>
@@ -181,6 +183,38 @@ TEST_F(NamesTest, AKeywordNameWithCounterSaysWhatToDoInstead) {
             std::string::npos)
       << err();
   EXPECT_TRUE(nft_kernel().state().flowtables.empty());
+}
+
+// -f with an nft JSON ruleset, as `nft -j -f` loads it: through the real
+// libnftables, early_ingress flowtables made at ingress and attached.
+TEST_F(NamesTest, AJsonRulesetIsLoadedAndItsEarlyIngressFlowtablesAttached) {
+  in_.str(R"({"nftables": [{"add": {"table": {"family": "inet", "name": "my table"}}}]})");
+  ASSERT_EQ(run({"-f", "-"}), kExitOk) << err();
+  ASSERT_EQ(nft_kernel().state().tables.size(), 1U);
+  EXPECT_EQ(nft_kernel().state().tables[0].name, "my table");
+
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(ack_all());
+  in_.clear();  // the first -f - read to the end
+  in_.str(R"({"nftables": [
+      {"add": {"flowtable": {"family": "inet", "table": "my table", "name": "ft",
+                             "hook": "early_ingress", "prio": 5, "dev": ["eth0"]}}}]})");
+  ASSERT_EQ(run({"-j", "-f", "-"}), kExitOk) << err();
+  ASSERT_EQ(nft_kernel().state().flowtables.size(), 1U) << out() << err();
+  EXPECT_EQ(nft_kernel().state().flowtables[0].priority, 5);
+  const Json result = Json::parse(out());
+  ASSERT_EQ(result["attached"].size(), 1U) << out();
+  EXPECT_EQ(result["attached"][0]["table"], "my table");
+  ASSERT_EQ(genl().sent().size(), 2U);
+  const auto* header = reinterpret_cast<const nlmsghdr*>(genl().sent()[1].data());
+  EXPECT_EQ(static_cast<const genlmsghdr*>(mnl_nlmsg_get_payload(header))->cmd, NFB_CMD_ATTACH);
+}
+
+TEST_F(NamesTest, AJsonRulesetThatIsNotJsonSaysSo) {
+  in_.str("{\"nftables\": [ {\"add\": ");
+  EXPECT_EQ(run({"-f", "-"}), kExitUsage);
+  EXPECT_NE(err().find("cannot load /dev/stdin: not valid JSON"), std::string::npos) << err();
+  EXPECT_EQ(nft_kernel().batches(), 0U);
 }
 
 TEST_F(NamesTest, OffloadIntoATableAndChainWithUnusualNames) {
