@@ -28,8 +28,12 @@
  * second per namespace; an attachment that is not settled (flowtable gone,
  * hooks pending removal) is polled with a delay that doubles from
  * NFB_RESCAN_MIN to NFB_RESCAN_MAX. Nothing a user namespace can do makes
- * the module take RTNL more often than that on its own.
+ * the module take RTNL more often than that on its own. What one rescan
+ * costs grows with the namespace's attachments (each walks the devices'
+ * hook lists under RTNL), so a namespace holds at most max_attachments of
+ * them, a module parameter: the host's root sets it, not the namespace's.
  */
+#include <linux/moduleparam.h>
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
 #include <linux/slab.h>
@@ -40,6 +44,34 @@
 
 /* Room for devices a scan may find beyond those already hooked. */
 #define NFB_FOUND_SPARE	8
+
+#define NFB_MAX_ATTACHMENTS_LIMIT	4096
+static unsigned int nfb_max_attachments = 64;
+
+static int nfb_max_attachments_set(const char *val,
+				   const struct kernel_param *kp)
+{
+	unsigned int n;
+	int err;
+
+	err = kstrtouint(val, 0, &n);
+	if (err)
+		return err;
+	if (n < 1 || n > NFB_MAX_ATTACHMENTS_LIMIT)
+		return -ERANGE;
+	WRITE_ONCE(nfb_max_attachments, n);
+	return 0;
+}
+
+static const struct kernel_param_ops nfb_max_attachments_ops = {
+	.set	= nfb_max_attachments_set,
+	.get	= param_get_uint,
+};
+
+module_param_cb(max_attachments, &nfb_max_attachments_ops,
+		&nfb_max_attachments, 0644);
+MODULE_PARM_DESC(max_attachments,
+		 "flowtables one network namespace may attach (1..4096, default 64)");
 
 struct nfb_found {
 	struct net_device	*dev;
@@ -318,6 +350,7 @@ static void nfb_attach_free(struct nfb_attach *a)
 	list_for_each_entry_safe(h, tmp, &a->hooks, list)
 		nfb_hook_del(h);
 	list_del(&a->list);
+	a->nn->n_attachments--;
 	kfree(a);
 }
 
@@ -337,6 +370,11 @@ int nfb_attach(struct net *net, u32 family, const char *table,
 		NL_SET_ERR_MSG(extack, "flowtable already attached");
 		return -EEXIST;
 	}
+	if (nn->n_attachments >= READ_ONCE(nfb_max_attachments)) {
+		NL_SET_ERR_MSG(extack,
+			       "too many flowtables attached in this namespace (module parameter max_attachments)");
+		return -ENOSPC;
+	}
 
 	a = kzalloc(sizeof(*a), GFP_KERNEL);
 	if (!a)
@@ -347,6 +385,7 @@ int nfb_attach(struct net *net, u32 family, const char *table,
 	strscpy(a->name, name, sizeof(a->name));
 	INIT_LIST_HEAD(&a->hooks);
 	list_add_tail(&a->list, &nn->attachments);
+	nn->n_attachments++;
 	WRITE_ONCE(nn->attached_once, true);
 
 	err = nfb_sync(a, extack);

@@ -91,6 +91,7 @@ struct nfb_net {
 	int				enable;
 	int				bulk_max;
 	struct list_head		attachments;	/* under RTNL */
+	unsigned int			n_attachments;	/* under RTNL */
 	struct delayed_work		rescan_work;
 	unsigned long			rescan_next;	/* jiffies */
 	unsigned long			rescan_delay;	/* under RTNL */

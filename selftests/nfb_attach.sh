@@ -3,8 +3,9 @@
 #
 # Control plane: the genl family autoloads the module, attach / list /
 # detach work per namespace, every bad request is refused with the right
-# errno and an extack message, unprivileged callers are refused, sysctls
-# reject bad values, /proc/net/stat/nf_flow_bulk has one row per CPU and
+# errno and an extack message, unprivileged callers are refused, a
+# namespace attaches at most max_attachments flowtables, sysctls reject bad
+# values, /proc/net/stat/nf_flow_bulk has one row per CPU and
 # statistics reset.
 set -eu
 # shellcheck source=selftests/lib.sh
@@ -132,6 +133,33 @@ assert sorted(devs) == sorted("d%d" % i for i in range(300)), (len(devs), devs[-
 ' "$(fp_genl "$R" list)"
 check "detach inet big ft" fp_genl "$R" detach inet big ft
 ip netns exec "$R" nft delete table inet big
+
+# A namespace attaches at most max_attachments flowtables (each one costs
+# every rescan a walk under RTNL): the host sets it, range-checked.
+param=/sys/module/nf_flow_bulk/parameters/max_attachments
+check "max_attachments defaults to 64" test "$(cat "$param")" = 64
+for bad in 0 4097 -1 x; do
+	check "max_attachments=$bad refused" eval "! echo $bad >$param 2>/dev/null"
+done
+# inet fp ft is attached: two more fit under 3.
+check "max_attachments=3 accepted" eval "echo 3 >$param"
+# A device sits in one flowtable per table: a table each.
+for i in 1 2 3; do
+	echo "add table ip cap$i"
+	echo "add flowtable ip cap$i c { hook ingress priority 0; devices = { r1 }; }"
+done | ip netns exec "$R" nft -f -
+check "attach ip cap1 c (two of three)" fp_genl "$R" attach ip cap1 c
+check "attach ip cap2 c (three of three)" fp_genl "$R" attach ip cap2 c
+expect_err ENOSPC "too many flowtables attached in this namespace" attach ip cap3 c
+ip netns exec "$O" nft "add table ip capo; add flowtable ip capo c { hook ingress priority 0; devices = { o1 }; }"
+check "another namespace attaches while this one is at its cap" fp_genl "$O" attach ip capo c
+fp_genl "$O" detach ip capo c >/dev/null
+ip netns exec "$O" nft delete table ip capo
+check "detach ip cap1 c" fp_genl "$R" detach ip cap1 c
+check "attach ip cap3 c once one went" fp_genl "$R" attach ip cap3 c
+check "max_attachments=64 again" eval "echo 64 >$param"
+for i in 2 3; do fp_genl "$R" detach ip cap$i c >/dev/null; done
+ip netns exec "$R" nft "delete table ip cap1; delete table ip cap2; delete table ip cap3"
 
 # Sysctls: per netns, range-checked.
 sc() { ip netns exec "$R" sysctl -qw "net.netfilter.$1" 2>/dev/null; }
