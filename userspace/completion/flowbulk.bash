@@ -1,8 +1,20 @@
 # SPDX-License-Identifier: GPL-2.0
-# bash completion for flowbulk(8): objects, commands, families and keywords.
+# bash completion for flowbulk(8): objects, commands, families, keywords by
+# their position, and the names of tables and flowtables that exist (read
+# with flowbulk itself, which needs the privilege to list nftables).
+
+# _flowbulk_names FLOWBULK COLUMN ARGS...: column COLUMN (1-based) of the
+# text listing `FLOWBULK ARGS...`, header left out. Names with blanks are
+# not offered (the text table separates columns with blanks).
+_flowbulk_names() {
+	local tool=$1 column=$2
+	shift 2
+	"$tool" "$@" 2>/dev/null | awk -v c="$column" 'NR > 1 && NF >= c { print $c }'
+}
 
 _flowbulk() {
 	local cur prev words=("${COMP_WORDS[@]}") i object='' command='' candidates=''
+	local tool=${COMP_WORDS[0]} args=() nargs
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD - 1]}
 	COMPREPLY=()
@@ -13,7 +25,8 @@ _flowbulk() {
 		return
 		;;
 	esac
-	# The object and command typed so far (options skipped).
+	# The object, the command and the arguments typed so far (options
+	# skipped).
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		case ${words[i]} in
 		-f | --file) i=$((i + 1)) ;;
@@ -23,10 +36,22 @@ _flowbulk() {
 				object=${words[i]}
 			elif [ -z "$command" ]; then
 				command=${words[i]}
+			else
+				args+=("${words[i]}")
 			fi
 			;;
 		esac
 	done
+	# attach and detach take FAMILY TABLE FLOWTABLE right after the object.
+	case $object in
+	attach | detach)
+		if [ -n "$command" ] && [ "$command" != list ]; then
+			args=("$command" "${args[@]}")
+			command=ref
+		fi
+		;;
+	esac
+	nargs=${#args[@]}
 
 	if [ -z "$object" ]; then
 		if [[ $cur == -* ]]; then
@@ -43,25 +68,46 @@ _flowbulk() {
 		monitor) candidates='interval count help' ;;
 		*) candidates='help' ;;
 		esac
+	elif [ "$object" = monitor ]; then
+		case $prev in
+		interval | count) ;;
+		*) candidates='interval count' ;;
+		esac
+	elif [ "$command" = list ]; then
+		# list [FAMILY [TABLE]]
+		case $nargs in
+		0) [ "$object" = attach ] || candidates='ip ip6 inet' ;;
+		1) [ "$object" = table ] || candidates=$(_flowbulk_names "$tool" 2 table list "${args[0]}") ;;
+		esac
+	elif [ "$nargs" = 0 ]; then
+		case $object in
+		table | flowtable | offload | attach | detach) candidates='ip ip6 inet' ;;
+		esac
+	elif [ "$nargs" = 1 ]; then
+		# TABLE: an existing one, except for table add.
+		if [ "$object/$command" != table/add ]; then
+			candidates=$(_flowbulk_names "$tool" 2 table list "${args[0]}")
+		fi
+	elif [ "$nargs" = 2 ]; then
+		# FLOWTABLE: an existing one, except for flowtable add.
+		case $object/$command in
+		table/*) ;;
+		flowtable/add) ;;
+		*) candidates=$(_flowbulk_names "$tool" 3 flowtable list "${args[0]}" "${args[1]}") ;;
+		esac
 	else
 		case $prev in
-		add | delete | list) candidates='ip ip6 inet' ;;
 		hook) candidates='ingress early_ingress' ;;
 		proto) candidates='tcp udp all' ;;
 		position) candidates='top bottom after before' ;;
-		devices)
-			candidates=$(ls /sys/class/net 2>/dev/null)
-			;;
+		priority) candidates='filter' ;;
+		devices) candidates=$(ls /sys/class/net 2>/dev/null) ;;
+		chain | after | before) ;; # a chain name or a rule handle
 		*)
-			case $object in
-			flowtable) candidates='hook priority devices counter' ;;
-			offload)
-				if [ "$command" = add ]; then
-					candidates='proto counter chain position'
-				else
-					candidates='proto chain'
-				fi
-				;;
+			case $object/$command in
+			flowtable/add) candidates='hook priority devices counter' ;;
+			offload/add) candidates='proto counter chain position' ;;
+			offload/delete) candidates='proto chain' ;;
 			esac
 			;;
 		esac

@@ -6,11 +6,27 @@ set -eu
 source "$1"
 status=0
 
+# The completion reads names with the command the user typed: here a
+# stand-in that lists what a router would have.
+# shellcheck disable=SC2317 # called by the completion
+flowbulk() {
+	case "$*" in
+	"table list inet")
+		printf 'FAMILY NAME HANDLE OBJECTS\ninet   fw   1      3\ninet   nat  2      1\n'
+		;;
+	"table list ip") printf 'FAMILY NAME HANDLE OBJECTS\nip     filter 3    1\n' ;;
+	"flowtable list inet fw")
+		printf 'FAMILY TABLE NAME HOOK PRIORITY DEVICES FLAGS\n'
+		printf 'inet   fw    ft   ingress 0     eth0    -\ninet   fw    ft2  ingress 10    eth1    -\n'
+		;;
+	*) return 1 ;;
+	esac
+}
+
 # expect "WORDS" "CANDIDATES": completing the last of WORDS offers CANDIDATES.
 expect() {
 	local got
 	read -r -a COMP_WORDS <<<"$1"
-	COMP_CWORD=${#COMP_WORDS[@]}
 	[[ $1 == *" " ]] && COMP_WORDS+=("")
 	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
 	_flowbulk
@@ -27,9 +43,33 @@ expect "flowbulk " "table flowtable offload attach detach stats monitor help"
 expect "flowbulk of" "offload"
 expect "flowbulk offload " "add delete list help"
 expect "flowbulk -j offload add " "ip ip6 inet"
+# By position: FAMILY, then TABLE and FLOWTABLE names that exist, then
+# options; never options in place of a name.
+expect "flowbulk flowtable add inet " "fw nat"
+expect "flowbulk flowtable add inet fw " ""
+expect "flowbulk flowtable add inet fw new " "hook priority devices counter"
+expect "flowbulk flowtable add inet fw new hook " "ingress early_ingress"
+expect "flowbulk flowtable add inet fw new hook ingress " "hook priority devices counter"
+expect "flowbulk flowtable delete inet fw " "ft ft2"
+expect "flowbulk flowtable delete inet fw f" "ft ft2"
+expect "flowbulk flowtable delete inet fw ft " ""
+expect "flowbulk table add inet " ""
+expect "flowbulk table delete ip " "filter"
+expect "flowbulk flowtable list " "ip ip6 inet"
+expect "flowbulk flowtable list inet " "fw nat"
+expect "flowbulk table list inet " ""
+expect "flowbulk offload add inet fw " "ft ft2"
 expect "flowbulk offload add inet fw ft " "proto counter chain position"
 expect "flowbulk offload add inet fw ft position " "top bottom after before"
+expect "flowbulk offload add inet fw ft chain " ""
 expect "flowbulk offload delete inet fw ft " "proto chain"
-expect "flowbulk flowtable add inet fw ft hook " "ingress early_ingress"
+expect "flowbulk attach " "list ip ip6 inet help"
+expect "flowbulk attach inet " "fw nat"
+expect "flowbulk attach inet fw " "ft ft2"
+expect "flowbulk detach inet fw " "ft ft2"
+expect "flowbulk attach list " ""
+expect "flowbulk monitor interval " ""
+expect "flowbulk monitor interval 1 " "interval count"
+expect "flowbulk flowtable add nosuch " ""
 expect "flowbulk --j" "--json"
 exit "$status"
