@@ -26,6 +26,7 @@
 #include "error.h"
 #include "names.h"
 #include "nft_client.h"
+#include "offload_plan.h"
 #include "text_table.h"
 
 namespace flowbulk {
@@ -740,72 +741,29 @@ NftnlChainPtr forward_chain(const FlowtableRef& ref, const std::string& name) {
   return chain;
 }
 
-// What offload add would change, read from the kernel: the spec with
-// "after H" turned into a place the kernel takes, the protocols no rule
-// offloads yet, the rules that already do, whether the chain is missing.
-struct OffloadPlan {
-  OffloadSpec spec;
-  std::vector<uint8_t> missing;
-  OffloadResult result;
-};
-
-OffloadPlan plan_offload(NftClient& nft, const OffloadSpec& asked) {
-  const FlowtableRef& ref = asked.flowtable;
-  OffloadPlan plan{.spec = asked, .missing = {}, .result = {}};
-  OffloadSpec& spec = plan.spec;
-  std::vector<uint8_t> wanted;
-  if (spec.protocol != OffloadProtocol::kUdp) {
-    wanted.push_back(IPPROTO_TCP);
-  }
-  if (spec.protocol != OffloadProtocol::kTcp) {
-    wanted.push_back(IPPROTO_UDP);
-  }
-  // Said here rather than by the kernel's bare ENOENT at commit.
+// What offload add decides on, read from the kernel.
+OffloadView read_offload_view(NftClient& nft, const OffloadSpec& spec) {
+  const FlowtableRef& ref = spec.flowtable;
+  OffloadView view;
   const auto flowtables = nft.list_flowtables(ref.family);
-  const bool flowtable_exists =
+  view.flowtable_exists =
       std::any_of(flowtables.begin(), flowtables.end(), [&ref](const NftnlFlowtablePtr& found) {
         return ref.table ==
                    text_or_empty(nftnl_flowtable_get_str(found.get(), NFTNL_FLOWTABLE_TABLE)) &&
                ref.flowtable ==
                    text_or_empty(nftnl_flowtable_get_str(found.get(), NFTNL_FLOWTABLE_NAME));
       });
-  if (!flowtable_exists) {
-    throw Error("flowtable " + ref.to_string() + " does not exist", ENOENT);
+  if (!view.flowtable_exists) {
+    return view;
   }
-  const std::optional<ChainInfo> chain = nft.find_chain(ref.family, ref.table, spec.chain);
-  if (chain && (!chain->base || chain->hooknum != NF_INET_FORWARD)) {
-    throw Error("chain " + spec.chain + " exists and is not a base chain at hook forward", EEXIST);
-  }
-  if (!chain && (spec.position == RulePosition::kAfter || spec.position == RulePosition::kBefore)) {
-    throw Error("chain " + spec.chain + " does not exist, so it has no rule with handle " +
-                    std::to_string(spec.handle),
-                ENOENT);
-  }
-  if (chain && spec.handle != 0) {
-    const std::vector<uint64_t> handles = nft.rule_handles(ref.family, ref.table, spec.chain);
-    if (std::find(handles.begin(), handles.end(), spec.handle) == handles.end()) {
-      throw Error("chain " + spec.chain + " has no rule with handle " + std::to_string(spec.handle),
-                  ENOENT);
+  view.chain = nft.find_chain(ref.family, ref.table, spec.chain);
+  if (view.chain) {
+    if (spec.handle != 0) {
+      view.handles = nft.rule_handles(ref.family, ref.table, spec.chain);
     }
+    view.rules = nft.list_offload_rules(ref.family, ref.table, spec.chain);
   }
-  if (!chain) {
-    plan.missing = wanted;
-    plan.result.chain_created = true;
-    return plan;
-  }
-  const auto existing = nft.list_offload_rules(ref.family, ref.table, spec.chain);
-  for (uint8_t protocol : wanted) {
-    auto same = std::find_if(existing.begin(), existing.end(), [&](const OffloadRule& rule) {
-      return rule.flowtable == ref.flowtable && rule.offloads(protocol);
-    });
-    if (same == existing.end()) {
-      plan.missing.push_back(protocol);
-    } else if (std::none_of(plan.result.present.begin(), plan.result.present.end(),
-                            [&](const OffloadRule& kept) { return kept.handle == same->handle; })) {
-      plan.result.present.push_back(*same);  // once, if it offloads both
-    }
-  }
-  return plan;
+  return view;
 }
 
 // Another writer committing between our reads and our write makes the
@@ -824,46 +782,38 @@ OffloadResult add_offload(NftClient& nft, const OffloadSpec& asked, const std::s
   for (int attempt = 1;; ++attempt) {
     try {
       const uint32_t generation = nft.generation();
-      OffloadPlan plan = plan_offload(nft, asked);
-      if (plan.missing.empty()) {
+      const OffloadPlan plan = plan_offload(asked, read_offload_view(nft, asked));
+      OffloadResult result{.chain_created = false, .added = {}, .present = plan.present};
+      if (plan.empty()) {
         if (nft.generation() != generation && attempt < kGenerationAttempts) {
           continue;  // the reads may straddle a change: read again
         }
-        return plan.result;  // nothing to change, and nothing sent
+        return result;  // nothing to change, and nothing sent
       }
       const OffloadSpec& spec = plan.spec;
       NftWrite write;
-      if (plan.result.chain_created) {
+      if (plan.create_chain) {
         write.chains.push_back(forward_chain(spec.flowtable, spec.chain));
       }
-      // Rules placed at one spot one after the other: insertions at the top
-      // or after a rule go in reverse order, so the chain reads tcp, udp.
-      const bool append =
-          spec.position == RulePosition::kBottom || spec.position == RulePosition::kAfter;
-      const bool reverse =
-          spec.position == RulePosition::kTop || spec.position == RulePosition::kAfter;
-      std::vector<uint8_t> order = plan.missing;
-      if (reverse) {
-        std::reverse(order.begin(), order.end());
-      }
-      for (uint8_t protocol : order) {
-        write.rules.push_back({.rule = offload_rule(spec, protocol), .append = append});
+      for (uint8_t protocol : plan.send) {
+        write.rules.push_back({.rule = offload_rule(spec, protocol), .append = plan.append});
       }
       const std::vector<uint64_t> handles = nft.commit(write, generation);
-      for (size_t i = 0; i < order.size(); ++i) {
-        plan.result.added.push_back(OffloadRule{.family = spec.flowtable.family,
-                                                .table = spec.flowtable.table,
-                                                .chain = spec.chain,
-                                                .handle = i < handles.size() ? handles[i] : 0,
-                                                .flowtable = spec.flowtable.flowtable,
-                                                .match = OffloadMatch::kProtocols,
-                                                .protocols = {order[i]},
-                                                .counter = spec.counter});
+      result.chain_created = plan.create_chain;
+      for (size_t i = 0; i < plan.send.size(); ++i) {
+        result.added.push_back(OffloadRule{.family = spec.flowtable.family,
+                                           .table = spec.flowtable.table,
+                                           .chain = spec.chain,
+                                           .handle = i < handles.size() ? handles[i] : 0,
+                                           .flowtable = spec.flowtable.flowtable,
+                                           .match = OffloadMatch::kProtocols,
+                                           .protocols = {plan.send[i]},
+                                           .counter = spec.counter});
       }
-      if (reverse) {
-        std::reverse(plan.result.added.begin(), plan.result.added.end());  // chain order
+      if (plan.reversed) {
+        std::reverse(result.added.begin(), result.added.end());  // chain order
       }
-      return plan.result;
+      return result;
     } catch (const KernelError& error) {
       if (error.sys_errno() == ERESTART && attempt < kGenerationAttempts) {
         continue;
