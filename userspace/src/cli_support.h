@@ -14,7 +14,7 @@
 
 #include "environment.h"
 #include "error.h"
-#include "nfb_client.h"
+#include "flowtable_ref.h"
 
 namespace flowbulk {
 

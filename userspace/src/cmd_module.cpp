@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "error.h"
 #include "names.h"
+#include "nfb_client.h"
 #include "text_table.h"
 
 namespace flowbulk {

@@ -25,6 +25,7 @@
 #include "deferred_signals.h"
 #include "error.h"
 #include "names.h"
+#include "nfb_client.h"
 #include "nft_client.h"
 #include "offload_plan.h"
 #include "text_table.h"

@@ -19,7 +19,9 @@
 #include "early_ingress.h"
 #include "error.h"
 #include "names.h"
+#include "nfb_client.h"
 #include "nft_client.h"
+#include "raii.h"
 #include "rollback.h"
 
 namespace flowbulk {
@@ -33,23 +35,6 @@ constexpr size_t kMaxRulesetBytes = size_t{64} << 20;
 std::string too_large(const std::string& name) {
   return "cannot read " + name + ": larger than " + std::to_string(kMaxRulesetBytes >> 20) + " MiB";
 }
-
-// Closes a file descriptor on scope exit.
-class OwnedFd {
- public:
-  explicit OwnedFd(int fd) : fd_(fd) {}
-  ~OwnedFd() {
-    if (fd_ >= 0) {
-      close(fd_);
-    }
-  }
-  OwnedFd(const OwnedFd&) = delete;
-  OwnedFd& operator=(const OwnedFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // The whole input, read exactly once: libnftables then loads this text from
 // memory, so a FIFO, a pipe or `<(...)` work like a file and nothing can
@@ -74,7 +59,7 @@ std::string read_ruleset(Invocation& invocation, const std::string& path) {
     return Error("cannot read " + path + ": " + why, saved, {}, kExitUsage);
   };
   // Opening a FIFO waits for its writer, as nft -f does.
-  OwnedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
   if (fd.get() < 0) {
     const int saved = errno;
     throw fail(saved, errno_text(saved));

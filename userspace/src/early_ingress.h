@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "nfb_client.h"
+#include "flowtable_ref.h"
 
 namespace flowbulk {
 

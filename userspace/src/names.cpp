@@ -6,6 +6,8 @@
 
 #include <array>
 
+#include "flowtable_ref.h"
+
 namespace flowbulk {
 
 std::optional<uint8_t> family_from_name(std::string_view name) {
@@ -104,6 +106,10 @@ std::string netdev_hook_name(uint32_t hooknum) {
     default:
       return std::to_string(hooknum);
   }
+}
+
+std::string FlowtableRef::to_string() const {
+  return family_name(family) + " " + table + " " + flowtable;
 }
 
 }  // namespace flowbulk

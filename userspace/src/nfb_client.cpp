@@ -180,10 +180,6 @@ std::optional<CpuStats> parse_cpu_stats(const nlmsghdr& message) {
 
 }  // namespace
 
-std::string FlowtableRef::to_string() const {
-  return family_name(family) + " " + table + " " + flowtable;
-}
-
 CpuStats& CpuStats::operator+=(const CpuStats& other) {
   packets += other.packets;
   bulks += other.bulks;

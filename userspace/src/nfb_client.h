@@ -7,19 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "flowtable_ref.h"
 #include "netlink_channel.h"
 
 namespace flowbulk {
-
-// A flowtable as nft names it: family, table, flowtable.
-struct FlowtableRef {
-  uint8_t family = 0;  // NFPROTO_*
-  std::string table;
-  std::string flowtable;
-
-  std::string to_string() const;  // "inet filter ft", as in nft commands
-  bool operator==(const FlowtableRef&) const = default;
-};
 
 struct AttachedDevice {
   uint32_t ifindex = 0;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "flowtable_ref.h"
 #include "netlink_channel.h"
-#include "nfb_client.h"
 #include "raii.h"
 
 namespace flowbulk {

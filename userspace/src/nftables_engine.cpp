@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "error.h"
+#include "raii.h"
 
 namespace flowbulk {
 
@@ -17,23 +18,6 @@ struct NftContextDeleter {
   void operator()(nft_ctx* context) const { nft_ctx_free(context); }
 };
 using NftContextPtr = std::unique_ptr<nft_ctx, NftContextDeleter>;
-
-// Closes a file descriptor on scope exit.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) {
-      close(fd_);
-    }
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 void replace_all(std::string& text, const std::string& from, const std::string& to) {
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
@@ -59,7 +43,7 @@ class LibnftablesEngine final : public RulesetEngine {
     // libnftables prints line numbers only for files (a buffer is treated
     // as one command line), so the text goes through an anonymous in-memory
     // file: no temporary file on disk to leak or race on.
-    FileDescriptor memory(memfd_create("flowbulk-ruleset", MFD_CLOEXEC));
+    UniqueFd memory(memfd_create("flowbulk-ruleset", MFD_CLOEXEC));
     if (memory.get() < 0) {
       throw Error("cannot create an in-memory file: " + errno_text(errno), errno);
     }

@@ -11,6 +11,7 @@
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
+#include <unistd.h>
 
 #include <memory>
 
@@ -32,5 +33,22 @@ using NftnlRulePtr = std::unique_ptr<nftnl_rule, CDeleter<nftnl_rule_free>>;
 using NftnlExprPtr = std::unique_ptr<nftnl_expr, CDeleter<nftnl_expr_free>>;
 using NftnlFlowtablePtr = std::unique_ptr<nftnl_flowtable, CDeleter<nftnl_flowtable_free>>;
 using NftnlSetPtr = std::unique_ptr<nftnl_set, CDeleter<nftnl_set_free>>;
+
+// A file descriptor, closed on scope exit (negative: none).
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() {
+    if (fd_ >= 0) {
+      close(fd_);
+    }
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
 
 }  // namespace flowbulk
