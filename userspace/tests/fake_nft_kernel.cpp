@@ -912,42 +912,52 @@ void FakeNftKernel::add_flowtable(uint8_t family, const std::string& table,
   throw Error("fake nf_tables: no table " + table);
 }
 
-uint64_t FakeNftKernel::add_verdict_rule(uint8_t family, const std::string& table,
-                                         const std::string& chain, uint32_t verdict) {
+uint64_t FakeNftKernel::seed_rule(uint8_t family, const std::string& table,
+                                  const std::string& chain, nftnl_rule* rule, bool append,
+                                  uint64_t before) {
   ++generation_;
-  NftnlRulePtr rule(nftnl_rule_alloc());
-  nftnl_rule_set_str(rule.get(), NFTNL_RULE_TABLE, table.c_str());
-  nftnl_rule_set_str(rule.get(), NFTNL_RULE_CHAIN, chain.c_str());
-  nftnl_expr* immediate = nftnl_expr_alloc("immediate");
-  nftnl_expr_set_u32(immediate, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
-  nftnl_expr_set_u32(immediate, NFTNL_EXPR_IMM_VERDICT, verdict);
-  nftnl_rule_add_expr(rule.get(), immediate);
+  nftnl_rule_set_str(rule, NFTNL_RULE_TABLE, table.c_str());
+  nftnl_rule_set_str(rule, NFTNL_RULE_CHAIN, chain.c_str());
   std::vector<uint8_t> buffer(4096);
   nlmsghdr* header = nftnl_nlmsg_build_hdr(reinterpret_cast<char*>(buffer.data()), NFT_MSG_NEWRULE,
-                                           family, NLM_F_APPEND, 0);
-  nftnl_rule_nlmsg_build_payload(header, rule.get());
+                                           family, append ? NLM_F_APPEND : 0, 0);
+  nftnl_rule_nlmsg_build_payload(header, rule);
   for (Table& owner : state_.tables) {
     if (owner.family == family && owner.name == table) {
       const uint64_t handle = owner.next_handle++;
-      state_.rules.push_back(
-          {.family = family,
-           .table = table,
-           .chain = chain,
-           .handle = handle,
-           .message = Datagram(buffer.begin(), buffer.begin() + header->nlmsg_len)});
+      Rule added{.family = family,
+                 .table = table,
+                 .chain = chain,
+                 .handle = handle,
+                 .message = Datagram(buffer.begin(), buffer.begin() + header->nlmsg_len)};
+      auto at = state_.rules.end();
+      if (!append) {
+        at = std::find_if(state_.rules.begin(), state_.rules.end(), [&](const Rule& other) {
+          return other.family == family && other.table == table && other.chain == chain &&
+                 (before == 0 || other.handle == before);
+        });
+      }
+      state_.rules.insert(at, std::move(added));
       return handle;
     }
   }
   throw Error("fake nf_tables: no table " + table);
 }
 
+uint64_t FakeNftKernel::add_verdict_rule(uint8_t family, const std::string& table,
+                                         const std::string& chain, uint32_t verdict) {
+  NftnlRulePtr rule(nftnl_rule_alloc());
+  nftnl_expr* immediate = nftnl_expr_alloc("immediate");
+  nftnl_expr_set_u32(immediate, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
+  nftnl_expr_set_u32(immediate, NFTNL_EXPR_IMM_VERDICT, verdict);
+  nftnl_rule_add_expr(rule.get(), immediate);
+  return seed_rule(family, table, chain, rule.get(), true, 0);
+}
+
 uint64_t FakeNftKernel::add_offload_rule(uint8_t family, const std::string& table,
                                          const std::string& chain, const std::string& flowtable,
                                          uint8_t protocol, uint64_t before) {
-  ++generation_;
   NftnlRulePtr rule(nftnl_rule_alloc());
-  nftnl_rule_set_str(rule.get(), NFTNL_RULE_TABLE, table.c_str());
-  nftnl_rule_set_str(rule.get(), NFTNL_RULE_CHAIN, chain.c_str());
   nftnl_expr* meta = nftnl_expr_alloc("meta");
   nftnl_expr_set_u32(meta, NFTNL_EXPR_META_KEY, NFT_META_L4PROTO);
   nftnl_expr_set_u32(meta, NFTNL_EXPR_META_DREG, NFT_REG_1);
@@ -960,27 +970,7 @@ uint64_t FakeNftKernel::add_offload_rule(uint8_t family, const std::string& tabl
   nftnl_expr* flow = nftnl_expr_alloc("flow_offload");
   nftnl_expr_set_str(flow, NFTNL_EXPR_FLOW_TABLE_NAME, flowtable.c_str());
   nftnl_rule_add_expr(rule.get(), flow);
-  std::vector<uint8_t> buffer(4096);
-  nlmsghdr* header =
-      nftnl_nlmsg_build_hdr(reinterpret_cast<char*>(buffer.data()), NFT_MSG_NEWRULE, family, 0, 0);
-  nftnl_rule_nlmsg_build_payload(header, rule.get());
-  for (Table& owner : state_.tables) {
-    if (owner.family == family && owner.name == table) {
-      const uint64_t handle = owner.next_handle++;
-      Rule added{.family = family,
-                 .table = table,
-                 .chain = chain,
-                 .handle = handle,
-                 .message = Datagram(buffer.begin(), buffer.begin() + header->nlmsg_len)};
-      auto at = std::find_if(state_.rules.begin(), state_.rules.end(), [&](const Rule& rule) {
-        return rule.family == family && rule.table == table && rule.chain == chain &&
-               (before == 0 || rule.handle == before);
-      });
-      state_.rules.insert(at, std::move(added));
-      return handle;
-    }
-  }
-  throw Error("fake nf_tables: no table " + table);
+  return seed_rule(family, table, chain, rule.get(), false, before);
 }
 
 void FakeNftKernel::delete_rule(uint8_t family, const std::string& table, const std::string& chain,

@@ -18,6 +18,8 @@
 
 #include "transport.h"
 
+struct nftnl_rule;
+
 namespace flowbulk::testing {
 
 class FakeNftKernel final : public Transport {
@@ -125,6 +127,11 @@ class FakeNftKernel final : public Transport {
 
  private:
   Datagram answer_dump(const nlmsghdr& request);
+  // Seeds `rule` (its expressions set) into the chain as another writer
+  // would: at the end (`append`), else before the rule `before` or at the
+  // top (0). Returns its handle.
+  uint64_t seed_rule(uint8_t family, const std::string& table, const std::string& chain,
+                     nftnl_rule* rule, bool append, uint64_t before);
   std::vector<Datagram> answer_batch(std::span<const uint8_t> datagram);
 
   State state_;
