@@ -37,8 +37,6 @@
 #include <linux/ppp_defs.h>
 #include <linux/tcp.h>
 #include <linux/udp.h>
-#include <net/dsfield.h>
-#include <net/inet_ecn.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
@@ -447,8 +445,7 @@ static __always_inline void nfb_prepare(struct sk_buff *skb,
 					struct nfb_net *nn,
 					const struct nfb_out *out,
 					const struct flow_offload *flow,
-					enum flow_offload_tuple_dir dir,
-					u8 dsfield)
+					enum flow_offload_tuple_dir dir)
 {
 	const struct flow_offload_tuple *other = &flow->tuplehash[!dir].tuple;
 	struct nfb_cb *cb = NFB_CB(skb);
@@ -464,7 +461,6 @@ static __always_inline void nfb_prepare(struct sk_buff *skb,
 	cb->nn = nn;
 	cb->flow_hash = hash_ptr(flow, 32);
 	cb->bulk_max = READ_ONCE(nn->bulk_max);
-	cb->dsfield = dsfield & ~INET_ECN_MASK;
 	cb->xmit = out->xmit;
 	BUILD_BUG_ON(sizeof(cb->encap) != sizeof(other->encap));
 	memcpy(cb->encap, other->encap, sizeof(cb->encap));
@@ -823,10 +819,10 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 		out.dev = rt->dst.dev;
 		out.dst = &rt->dst;
 		out.xmit = NFB_XMIT_NEIGH;
-		nfb_prepare(skb, nn, &out, flow, dir, ipv4_get_dsfield(iph));
+		nfb_prepare(skb, nn, &out, flow, dir);
 		NFB_CB(skb)->nexthop.v4 = nexthop;
 	} else {
-		nfb_prepare(skb, nn, &out, flow, dir, ipv4_get_dsfield(iph));
+		nfb_prepare(skb, nn, &out, flow, dir);
 	}
 
 	if (unlikely(rx->segs))
@@ -958,10 +954,10 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 		out.dev = rt->dst.dev;
 		out.dst = &rt->dst;
 		out.xmit = NFB_XMIT_NEIGH;
-		nfb_prepare(skb, nn, &out, flow, dir, ipv6_get_dsfield(ip6h));
+		nfb_prepare(skb, nn, &out, flow, dir);
 		NFB_CB(skb)->nexthop.v6 = *nexthop;
 	} else {
-		nfb_prepare(skb, nn, &out, flow, dir, ipv6_get_dsfield(ip6h));
+		nfb_prepare(skb, nn, &out, flow, dir);
 	}
 
 	if (unlikely(rx->segs))

@@ -189,7 +189,6 @@ struct nfb_cb {
 	struct nfb_net		*nn;		/* kept alive by inflight */
 	u32			flow_hash;
 	u16			bulk_max;
-	u8			dsfield;	/* DSCP, ECN bits cleared */
 	u8			xmit;		/* enum nfb_xmit */
 	struct {
 		u16		id;

@@ -49,7 +49,6 @@ struct nfb_bulk {
 	unsigned int		max;
 	u16			txq;
 	__be16			proto;
-	u8			dsfield;
 	u8			xmit;		/* enum nfb_xmit */
 };
 
@@ -781,14 +780,17 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 }
 
 /*
- * The bulk key: output device, transmit queue, ethertype, DSCP, transmit
- * type, transmit encapsulation, and the next hop (NEIGH) or the MAC
- * addresses (DIRECT). Everything a packet's transmit depends on besides
- * its own bytes: __nfb_xmit_bulk() takes all of it from the bulk's first
- * packet. And the namespace the packet was taken in, whose in-flight
- * count the bulk gives back: an output device moved to another namespace
- * while packets wait can carry packets of both, and a bulk of both
- * accounted to one left the other's exit waiting forever.
+ * The bulk key: output device, transmit queue, ethertype, transmit type,
+ * transmit encapsulation, and the next hop (NEIGH) or the MAC addresses
+ * (DIRECT). Everything a packet's transmit depends on besides its own
+ * bytes: __nfb_xmit_bulk() takes all of it from the bulk's first packet.
+ * Not the DSCP, which the RFC's key has: nothing in a bulk's transmit
+ * reads it (a qdisc that classifies gets each packet enqueued on its own,
+ * and reads its DSCP from its header). And the namespace the packet was
+ * taken in, whose in-flight count the bulk gives back: an output device
+ * moved to another namespace while packets wait can carry packets of
+ * both, and a bulk of both accounted to one left the other's exit waiting
+ * forever.
  */
 static bool nfb_key_match(const struct nfb_bulk *b, const struct sk_buff *skb,
 			  u16 txq)
@@ -798,8 +800,7 @@ static bool nfb_key_match(const struct nfb_bulk *b, const struct sk_buff *skb,
 
 	if (b->dev != skb->dev || b->nn != cb->nn ||
 	    b->proto != skb->protocol ||
-	    b->txq != txq || b->dsfield != cb->dsfield ||
-	    b->xmit != cb->xmit ||
+	    b->txq != txq || b->xmit != cb->xmit ||
 	    memcmp(head->encap, cb->encap, sizeof(cb->encap)))
 		return false;
 	if (cb->xmit == NFB_XMIT_DIRECT)
@@ -916,7 +917,6 @@ static int nfb_drain(struct nfb_cpu *c, int budget, const struct nfb_net *only)
 			b->max = cb->bulk_max;
 			b->txq = txq;
 			b->proto = skb->protocol;
-			b->dsfield = cb->dsfield;
 			b->xmit = cb->xmit;
 		} else {
 			b->tail->next = skb;
