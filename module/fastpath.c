@@ -295,6 +295,25 @@ static int nfb_direct_out(const struct nf_hook_state *state,
 	return 0;
 }
 
+/*
+ * flow_offload_refresh(), once per jiffy and CPU for a flow found through
+ * the flow cache (@refreshed, see nfb_flow_lookup()): the stock hook's
+ * call per packet computes the same timeout for every packet of a jiffy,
+ * and writes it only when it moved by more than HZ.
+ */
+static __always_inline void nfb_refresh(struct nf_flowtable *ft,
+					struct flow_offload *flow,
+					u32 *refreshed)
+{
+	u32 now = nf_flowtable_time_stamp;
+
+	if (refreshed && *refreshed == now)
+		return;
+	flow_offload_refresh(ft, flow, false);
+	if (refreshed)
+		*refreshed = now;
+}
+
 /* Based on ip_exceeds_mtu(), as nf_flow_exceeds_mtu(). */
 static bool nfb_exceeds_mtu(const struct sk_buff *skb, unsigned int mtu)
 {
@@ -704,6 +723,7 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 	struct nfb_out out;
 	struct rtable *rt;
 	struct iphdr *iph;
+	u32 *refreshed;
 	__be32 nexthop;
 	int ret;
 
@@ -748,7 +768,7 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 	if (rx->layers)
 		nfb_tuple_encap(skb, &tuple);
 
-	tuplehash = nfb_flow_lookup(ft, &tuple);
+	tuplehash = nfb_flow_lookup(ft, &tuple, &refreshed);
 	if (!tuplehash)
 		return NFB_DECLINE_MISS;
 
@@ -794,7 +814,7 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 	}
 
 	/* From here on the packet is ours. */
-	flow_offload_refresh(ft, flow, false);
+	nfb_refresh(ft, flow, refreshed);
 
 	if (rx->layers)
 		nfb_encap_pop(skb, rx);
@@ -848,6 +868,7 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	struct ipv6hdr *ip6h;
 	struct rt6_info *rt;
 	struct nfb_out out;
+	u32 *refreshed;
 	int ret;
 
 	thoff = sizeof(*ip6h) + offset;
@@ -889,7 +910,7 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	if (rx->layers)
 		nfb_tuple_encap(skb, &tuple);
 
-	tuplehash = nfb_flow_lookup(ft, &tuple);
+	tuplehash = nfb_flow_lookup(ft, &tuple, &refreshed);
 	if (!tuplehash)
 		return NFB_DECLINE_MISS;
 
@@ -931,7 +952,7 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	}
 
 	/* From here on the packet is ours. */
-	flow_offload_refresh(ft, flow, false);
+	nfb_refresh(ft, flow, refreshed);
 
 	if (rx->layers)
 		nfb_encap_pop(skb, rx);

@@ -41,6 +41,12 @@
  * the argument above), a route whose last reference went is refused by
  * dst_hold_safe() in the hook, and the conntrack entry stays in its table.
  *
+ * Each entry also remembers the jiffy in which this CPU last refreshed the
+ * flow's timeout (flow_offload_refresh()): the hook refreshes a flow at
+ * most once per jiffy and CPU. That is what the stock hook's refresh per
+ * packet amounts to: it computes the same timeout for every packet of a
+ * jiffy and writes it only when it moved by more than HZ.
+ *
  * Per-CPU rule: only the owning CPU touches its cache, in softirq context
  * (BH off). Outside a softirq (netif_receive_skb() from process context)
  * the cache is bypassed.
@@ -180,6 +186,7 @@ struct nfb_fc_set {
 	struct flow_offload_tuple_rhash	*th[NFB_FC_WAYS];
 	const struct nf_flowtable	*ft[NFB_FC_WAYS];
 	u32				tag[NFB_FC_WAYS];
+	u32				refreshed[NFB_FC_WAYS];	/* jiffy */
 	u64				gen;
 	u8				victim;	/* next way to replace */
 };
@@ -210,11 +217,15 @@ static bool nfb_fc_usable(const struct flow_offload_tuple_rhash *th)
  * @ft: the flowtable, valid for the caller's RCU read-side section
  * @tuple: the tuple; its first NFB_TUPLE_KEY_BYTES are the key, the
  *	lookup fields and zeroes elsewhere (see nfb_tuple_init())
+ * @refreshed: set to the cached flow's jiffy of its last refresh on this
+ *	CPU (nfb_refresh() reads and sets it until the next lookup on this
+ *	CPU), or to NULL when the flow did not come through the cache
  *
  * Return: what flow_offload_lookup() would return.
  */
 struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
-						 struct flow_offload_tuple *tuple)
+						 struct flow_offload_tuple *tuple,
+						 u32 **refreshed)
 {
 	const unsigned long *key = (const unsigned long *)tuple;
 	struct flow_offload_tuple_rhash *th;
@@ -228,6 +239,7 @@ struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
 		     sizeof(*tuple) < NFB_TUPLE_KEY_BYTES ||
 		     NFB_FC_WORDS > 12 || NFB_FC_WORDS < 2);
 
+	*refreshed = NULL;
 	if (!in_serving_softirq())
 		return flow_offload_lookup(ft, tuple);
 
@@ -265,6 +277,7 @@ struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
 		    nfb_key_equal(key, &th->tuple)) {
 			if (likely(nfb_fc_usable(th))) {
 				fc->hits++;
+				*refreshed = &s->refreshed[w];
 				return th;
 			}
 			break;	/* torn down: its way takes the new answer */
@@ -283,6 +296,9 @@ struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
 	s->th[w] = th;
 	s->ft[w] = ft;
 	s->tag[w] = tag;
+	/* Not this jiffy: the new flow's first packet refreshes it. */
+	s->refreshed[w] = nf_flowtable_time_stamp - 1;
+	*refreshed = &s->refreshed[w];
 	return th;
 }
 

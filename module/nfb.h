@@ -317,7 +317,8 @@ static inline void nfb_tuple_init(struct flow_offload_tuple *tuple)
 
 /* flowcache.c */
 struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
-						 struct flow_offload_tuple *tuple);
+						 struct flow_offload_tuple *tuple,
+						 u32 **refreshed);
 int nfb_flowcache_init(void);
 void nfb_flowcache_fini(void);
 

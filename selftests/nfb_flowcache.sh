@@ -13,7 +13,11 @@
 #     a moment before;
 #   - the same tuples in two namespaces (two routers with the same
 #     addresses, device indexes and flowtable): each router's packets get
-#     its own flow's NAT.
+#     its own flow's NAT;
+#   - a flow's timeout, refreshed once per jiffy and CPU for a flow the
+#     cache hands out: a flow sending for six times its timeout stays
+#     offloaded, and only the packets before it was offloaded take the
+#     slow path.
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -285,5 +289,41 @@ t1=$(fp_taken "$R")
 t3=$(fp_taken "$R2")
 check "two routers: router 1's module took $((t1 - t0)), router 2's $((t3 - t2)) of $((FEW * 200)) each" \
 	test $((t1 - t0)) -ge $((FEW * 180)) -a $((t3 - t2)) -ge $((FEW * 180))
+
+# A flow that keeps sending keeps its place in the flowtable: the module
+# refreshes its timeout (flow_offload_refresh()), at most once per jiffy
+# and CPU for a flow the cache hands it. With R's UDP flow timeout at 2 s
+# (set before the flow is made: only the refreshes keep it), one flow
+# sends a datagram every 5 ms for 12 s from CPU 0. Only the datagrams
+# before it is offloaded (2, or 3 when two share a receive batch) may take
+# the slow path: a flow that timed out is torn down by the flowtable's
+# garbage collection, and its next two go through the forward chain again.
+stream() {
+	ip netns exec "$C" taskset -c 0 python3 - "$PORT" "$1" <<-'EOF'
+	import socket, struct, sys, time
+	port, seconds = int(sys.argv[1]), float(sys.argv[2])
+	s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+	s.bind(("0.0.0.0", 43000))
+	n, end = 0, time.monotonic() + seconds
+	while time.monotonic() < end:
+	    s.sendto(struct.pack("!II", 9999, 100000 + n) + b"t" * 92, ("10.0.2.1", port))
+	    n += 1
+	    time.sleep(0.005)
+	print(n)
+	EOF
+}
+stream_offloaded() {
+	ip netns exec "$R" conntrack -L -p udp 2>/dev/null | grep OFFLOAD | grep -q 'sport=43000 '
+}
+ip netns exec "$R" sysctl -qw net.netfilter.nf_flowtable_udp_timeout=2
+fwd0=$(fp_nft_counters "$R" chain inet fp fwdchain)
+t0=$(fp_taken "$R")
+sent=$(stream 12)
+check "timeout: the stream's flow is offloaded when it ends" stream_offloaded
+fwd1=$(fp_nft_counters "$R" chain inet fp fwdchain)
+t1=$(fp_taken "$R")
+check "timeout: $((fwd1 - fwd0)) of $sent datagrams in 12 s took the slow path (3 at most)" \
+	test $((fwd1 - fwd0)) -le 3
+check "timeout: the module took $((t1 - t0)) of $sent" test $((t1 - t0)) -ge $((sent - 3))
 
 exit "$ret"
