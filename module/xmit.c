@@ -196,12 +196,14 @@ static u16 nfb_pick_txq(struct net_device *dev, struct sk_buff *skb)
  * nfb_pick_txq() inline for a single-queue device (veth on a one-CPU
  * host, most virtual devices, many NICs on small routers): queue 0, as
  * netdev_core_pick_tx() decides without asking the device, after the same
- * sender_cpu fix-up. Saves the call per packet.
+ * sender_cpu fix-up. Saves the call per packet. Not on 7.x, where the
+ * pick also keeps the queue mapping a bond or team reads back
+ * (NFB_SDQM_IN_CB), single queue or not.
  */
 static __always_inline u16 nfb_txq_of(struct net_device *dev,
 				      struct sk_buff *skb)
 {
-	if (likely(dev->real_num_tx_queues == 1)) {
+	if (!NFB_SDQM_IN_CB && likely(dev->real_num_tx_queues == 1)) {
 		nfb_skb_set_sender_cpu(skb);
 		return 0;
 	}
