@@ -280,7 +280,8 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		# Before the warm-up: flowbulk is a process to load, and the
 		# guest's clock runs ahead while it is read in (icount,
 		# sleep=off); between the warm-up and the runs that could
-		# outlast the flows' 30 s in the flowtable.
+		# outlast a flow's time in the flowtable (an hour here,
+		# topo_flowtable_add; 30 s by default).
 		[ "${config%-alt}" != bulk ] || mod0=$(module_counters)
 		# A packet per flow (trains of 1), whatever the shape measured.
 		for ((round = 0; round < rounds; round++)); do
@@ -288,7 +289,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		done
 		# As few processes as possible between the warm-up and the
 		# runs: each lets the clock run ahead while it is loaded, and
-		# a flow idle for 30 s leaves the flowtable.
+		# an idle flow leaves the flowtable once its timeout passes.
 		[ "$link" = veth ] || kicks0=$(kicks)
 		if [ "${config%-alt}" = bulk ]; then
 			read -r taken0 bulks0 < <(nfb_stats)
