@@ -135,8 +135,10 @@ topology() {
 	EOF
 	ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
 	ip netns exec "$R" sysctl -qw net.ipv6.conf.all.forwarding=1
-	# XPS on c0: whatever CPU sends, the packets leave on queue 2.
-	ip netns exec "$C" sh -c 'echo 3 >/sys/class/net/c0/queues/tx-2/xps_cpus'
+	# XPS on c0: the senders run on CPU 0 (taskset), and their packets
+	# leave on queue 2 (a mask of CPU 0 only: make check runs this test
+	# in a 1-vCPU guest, where a mask naming CPU 1 is refused).
+	ip netns exec "$C" sh -c 'echo 1 >/sys/class/net/c0/queues/tx-2/xps_cpus'
 	ip netns exec "$R" nft -f - <<-EOF
 	table inet fp {
 		flowtable ft { hook ingress priority 0; devices = { r0, o0, o1 }; counter; }

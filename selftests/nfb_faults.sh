@@ -5,7 +5,7 @@
 #   - the flowtable is deleted and re-created at another priority: the
 #     module's hook follows it (same priority) and takes packets again;
 #   - the flowtable flaps 10 times (rescans stay bounded);
-#   - CPU 1 goes offline and online 5 times;
+#   - (CPU 1 offline and online under traffic: nfb_lifetime.sh, 3b);
 #   - the module is unloaded and reloaded;
 #   - a flowtable device is deleted;
 #   - the router's namespace is deleted.
@@ -93,16 +93,7 @@ s1=$(scans)
 check "flowtable flapped 10 times: $((s1 - s0)) rescans, at most 4 per flap" \
 	test $((s1 - s0)) -le 40
 
-# CPUs go offline and online under traffic (queued packets move with the
-# NAPI instance of the CPU that goes).
-cpu1=/sys/devices/system/cpu/cpu1/online
-if [ -w "$cpu1" ]; then
-	for ((i = 0; i < 5; i++)); do
-		echo 0 >"$cpu1"
-		echo 1 >"$cpu1"
-	done
-	check "cpu 1 offline / online 5 times: traffic taken" fp_taken_grows 100
-fi
+# CPUs going offline and online under traffic: nfb_lifetime.sh (3b).
 
 # Module unload and reload under traffic.
 check "module unloads under traffic" nfb_unload_module

@@ -12,6 +12,10 @@
 #      released (dropped as dev_down), and the deletion then completes;
 #   3. the CPU that queued them goes offline: releasing drains its queue
 #      elsewhere, and they are delivered;
+#   3b. CPU 1 goes offline and online five times under traffic (queued
+#      packets move with the NAPI instance of the CPU that goes), and the
+#      module takes the traffic after (from nfb_faults.sh, which runs on
+#      one CPU in make check);
 #   4. the router's namespace is deleted: its exit waits for them;
 #   4b. the OUTPUT device moves to another namespace that forwards through
 #      it too, under packets of both (second review, finding 5): released
@@ -40,6 +44,7 @@
 # "waiting for ... to become free"). Unload and reload: nfb_reload.sh.
 # Long under TCG on a busy host (up to ~280 s seen):
 # nfb-timeout: 600
+# nfb-cpus: 2 (CPU 1 taken offline with packets queued)
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -53,6 +58,7 @@ cpu1=/sys/devices/system/cpu/cpu1/online
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
+	fp_flood_stop
 	[ -w "$hold" ] && echo 0 >"$hold"
 	[ -w "$cpu1" ] && echo 1 >"$cpu1"
 	cleanup_all_ns
@@ -156,6 +162,16 @@ check "cpu offline: the held packets are delivered" \
 	busywait 10000 eval "[ \"\$(server_rx)\" -ge $((rx0 + 20)) ]"
 echo 1 >"$cpu1"
 check "cpu offline: CPU 1 back" test "$(cat "$cpu1")" = 1
+
+# 3b. CPU 1 offline and online, five times, under traffic.
+fp_flood_start 10.0.2.1 7000
+check "cpu offline / online: traffic taken first" fp_taken_grows 100
+for ((i = 0; i < 5; i++)); do
+	echo 0 >"$cpu1"
+	echo 1 >"$cpu1"
+done
+check "cpu offline / online 5 times under traffic: traffic taken after" fp_taken_grows 100
+fp_flood_stop
 cleanup_all_ns
 
 # 4. The router's namespace deleted under queued packets.
