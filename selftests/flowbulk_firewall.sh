@@ -11,6 +11,7 @@
 # committed in between.
 #
 #   ns: veth0 <-> veth1 (just devices for the flowtable)
+# nfb-long
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"

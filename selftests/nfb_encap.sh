@@ -29,6 +29,7 @@
 # PPPoE version, PPP protocol LCP, truncated inner 802.1Q tag: each
 # declined and counted under its reason; none reaches S.
 # nfb-timeout: 1800
+# nfb-long
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"

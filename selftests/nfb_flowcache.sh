@@ -18,6 +18,7 @@
 #     cache hands out: a flow sending for three times its timeout stays
 #     offloaded, and only the packets before it was offloaded take the
 #     slow path.
+# nfb-long
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"

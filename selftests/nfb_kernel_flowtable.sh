@@ -29,6 +29,7 @@
 # nfb_enqueue() counts the packets it took (the namespaces, and their
 # statistics, are gone when the script ends).
 # nfb-timeout: 1500
+# nfb-long
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"

@@ -31,6 +31,7 @@
 # alone): the module's counters are not checked, the forward chain must
 # have seen at most 1 % of each stream instead.
 # nfb-timeout: 900
+# nfb-long
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"

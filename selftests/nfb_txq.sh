@@ -15,6 +15,7 @@
 # then through veth's NAPI (GRO on r0, TSO off on c0 so that veth lets UDP
 # in), where napi_gro_receive() writes the NAPI id.
 # nfb-timeout: 600
+# nfb-cpus: 2 (XPS maps and sender_cpu on CPUs 0 and 1)
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"

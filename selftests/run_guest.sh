@@ -8,6 +8,12 @@
 # refcount_t, unregister_netdevice waiting) while it runs. Prints KTAP and a
 # PASS:/FAIL:/SKIP: line per test, and writes the verdicts to
 # build/selftests/KVER/results for tools/check.
+#
+# NFB_LANE=NAME: one of several guests of the same kernel sharing the list
+# (tools/check boots two 1-vCPU guests at once: TCG runs each on its own
+# core). A test runs in this guest only if it takes it first, by making
+# build/selftests/KVER/claims/TEST (mkdir on the host's file system is
+# atomic across guests); the verdicts go to results.NAME.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,6 +22,15 @@ kver=$(uname -r)
 out=$repo/build/selftests/$kver
 mkdir -p "$out"
 results=$out/results
+claims=
+if [ -n "${NFB_LANE:-}" ]; then
+	case "$NFB_LANE" in
+	*[!a-z0-9-]*) echo "NFB_LANE=$NFB_LANE: letters, digits and - only" >&2; exit 2 ;;
+	esac
+	results=$out/results.$NFB_LANE
+	claims=$out/claims
+	mkdir -p "$claims"
+fi
 : >"$results"
 
 if [ $# -gt 0 ]; then
@@ -85,14 +100,20 @@ signal.pause()' 2>&1
 keep_static_keys
 
 echo "TAP version 13"
-echo "1..${#tests[@]}"
+# A lane knows how many tests it ran only at the end: its plan comes last.
+[ -n "$claims" ] || echo "1..${#tests[@]}"
 n=0
 pass=0
 fail=0
 skip=0
 for t in "${tests[@]}"; do
-	n=$((n + 1))
 	name=${t%.sh}
+	if [ -n "$claims" ]; then
+		mkdir "$claims/$name" 2>/dev/null || continue
+		# Which guest to look at when the test is never reported.
+		echo "$NFB_LANE" >"$claims/$name/lane"
+	fi
+	n=$((n + 1))
 	log=$out/$name.log
 	dmesg_before=$(dmesg | wc -l)
 	start=$(date +%s)
@@ -101,10 +122,18 @@ for t in "${tests[@]}"; do
 	t_timeout=${t_timeout:-$timeout}
 	# NFB_TIMEOUT_SCALE=N: N times every limit (the debug kernel is slower).
 	t_timeout=$((t_timeout * ${NFB_TIMEOUT_SCALE:-1}))
-	set +e
-	timeout -k 10 "$t_timeout" "$here/$t" >"$log" 2>&1
-	rc=$?
-	set -e
+	# A test that needs more CPUs than the guest has ("# nfb-cpus: N":
+	# tools/check runs it in a 2-vCPU guest) would lose checks silently.
+	t_cpus=$(sed -n 's/^# nfb-cpus: *\([0-9][0-9]*\)\( .*\)\{0,1\}$/\1/p' "$here/$t")
+	if [ "$(nproc)" -lt "${t_cpus:-1}" ]; then
+		echo "SKIP: needs $t_cpus CPUs, the guest has $(nproc)" >"$log"
+		rc=4
+	else
+		set +e
+		timeout -k 10 "$t_timeout" "$here/$t" >"$log" 2>&1
+		rc=$?
+		set -e
+	fi
 	secs=$(($(date +%s) - start))
 	sed 's/^/# /' "$log"
 	trouble=$(dmesg | tail -n +"$((dmesg_before + 1))" | grep -E "$kernel_trouble" || true)
@@ -142,5 +171,6 @@ for t in "${tests[@]}"; do
 		;;
 	esac
 done
+[ -z "$claims" ] || echo "1..$n"
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:$skip error:0"
 [ "$fail" = 0 ]
