@@ -34,6 +34,7 @@
 # a stream the module does not see; it must not be 0, or the check would
 # prove nothing), not the 0 a cleared control block leaves.
 # nfb-timeout: 1200
+# nfb-long
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
