@@ -24,9 +24,17 @@
  * sender with TSO, or a NIC's receive of a bursty flow, gives trains; GRO
  * merges a train and nothing of a round-robin mix.
  *
+ * With headroom=N the packets are built as a NIC driver builds them: in a
+ * page fragment (netdev_alloc_frag(), build_skb()), N bytes of headroom.
+ * Without it their head is kmalloc'ed, with the device's LL_RESERVED_SPACE.
+ * XDP on veth copies every packet into a new page unless its head is a
+ * page fragment with XDP_PACKET_HEADROOM (256) in front of it
+ * (veth_convert_skb_to_xdp_buff()); a NIC's XDP never copies.
+ *
  * Control, from a process in the network namespace of the device:
  *   echo "gen dev=D dmac=M src=IP dst=IP [sport=N dport=N flows=N len=N
- *         burst=N count=N ttl=N tos=N window=N train=N]" > /sys/kernel/debug/nfb_bench/ctl
+ *         burst=N count=N ttl=N tos=N window=N train=N headroom=N]"
+ *     > /sys/kernel/debug/nfb_bench/ctl
  *   echo "sink dev=D [verify=1]" > ...;  echo "sink off" > ...;  echo reset > ...
  * The sink checks every packet's TTL (or hop limit) and IPv4 header
  * checksum; with verify=1 also its UDP checksum, which costs a pass over
@@ -73,7 +81,7 @@ struct nfb_gen_params {
 		struct in6_addr v6;
 	} src, dst;
 	u16 sport, dport;
-	u32 flows, len, burst, ttl, tos, window, train;
+	u32 flows, len, burst, ttl, tos, window, train, headroom;
 	u64 count;
 };
 
@@ -281,11 +289,27 @@ static struct sk_buff *nfb_gen_build(struct net_device *dev,
 	struct udphdr *uh;
 	struct ethhdr *eth;
 
-	skb = alloc_skb(LL_RESERVED_SPACE(dev) + p->len + dev->needed_tailroom,
-			GFP_KERNEL);
-	if (!skb)
-		return NULL;
-	skb_reserve(skb, LL_RESERVED_SPACE(dev));
+	if (p->headroom) {
+		unsigned int size = SKB_DATA_ALIGN(p->headroom + p->len +
+						   dev->needed_tailroom) +
+				    SKB_DATA_ALIGN(sizeof(struct skb_shared_info));
+		void *data = netdev_alloc_frag(size);
+
+		if (!data)
+			return NULL;
+		skb = build_skb(data, size);
+		if (!skb) {
+			skb_free_frag(data);
+			return NULL;
+		}
+		skb_reserve(skb, p->headroom);
+	} else {
+		skb = alloc_skb(LL_RESERVED_SPACE(dev) + p->len +
+				dev->needed_tailroom, GFP_KERNEL);
+		if (!skb)
+			return NULL;
+		skb_reserve(skb, LL_RESERVED_SPACE(dev));
+	}
 	skb_reset_mac_header(skb);
 	eth = skb_put(skb, ETH_HLEN);
 	ether_addr_copy(eth->h_dest, p->dmac);
@@ -567,6 +591,8 @@ static int nfb_parse_gen(char *args, struct nfb_gen_params *p)
 			err = nfb_parse_u32(val, 0, 255, &p->tos);
 		} else if (!strcmp(tok, "window")) {
 			err = nfb_parse_u32(val, 0, 4096, &p->window);
+		} else if (!strcmp(tok, "headroom")) {
+			err = nfb_parse_u32(val, 0, 1024, &p->headroom);
 		} else if (!strcmp(tok, "count")) {
 			err = kstrtou64(val, 0, &p->count) ? -EINVAL : 0;
 		} else {
