@@ -11,7 +11,8 @@
 #   make demo            the demo: VM, topology, traffic, side-by-side figures
 #   make bench           the full benchmark matrix
 #   make bench-peers     the module against the stock alternatives (fraglist
-#                        GRO, UDP GRO forwarding, GRO off), published
+#                        GRO, UDP GRO forwarding, GRO off) and XDP, published
+#   make bench-xdp       the benchmark's XDP forwarder (BPF objects)
 #   make setup           install what the build, tests and demo need (apt-get)
 #   make install         module into /lib/modules/KVER/updates (depmod), tool,
 #                        man page, completion, examples under PREFIX; DESTDIR
@@ -43,7 +44,7 @@ EXAMPLES := packaging/modprobe.d/nf_flow_bulk.conf \
 	packaging/sysctl.d/90-nf_flow_bulk.conf \
 	packaging/modules-load.d/nf_flow_bulk.conf
 
-.PHONY: all module bench-module modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
+.PHONY: all module bench-module bench-xdp modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
 .PHONY: install uninstall install-module uninstall-module install-userspace uninstall-userspace
 .PHONY: dkms dkms-source dkms-uninstall
 
@@ -65,6 +66,16 @@ bench-module:
 	@mkdir -p $(KBUILD_OUT)/bench
 	@cp -a tools/bench/kmod/. $(KBUILD_OUT)/bench/
 	$(MAKE) -C $(KDIR) M=$(KBUILD_OUT)/bench W=1 -j$(JOBS) modules
+
+# The benchmark's XDP peer (tools/bench/xdp): BPF objects that
+# tools/bench/guest.sh attaches with ip link (xdpdrv obj ... sec xdp).
+BPF_CFLAGS := -O2 -g -Wall -Wextra -Werror -target bpf \
+	-I/usr/include/$(shell gcc -dumpmachine)
+bench-xdp:
+	@mkdir -p $(BUILD)/xdp
+	@for p in xdp_fwd xdp_pass; do \
+		clang $(BPF_CFLAGS) -c tools/bench/xdp/$$p.bpf.c -o $(BUILD)/xdp/$$p.o || exit 1; \
+	done
 
 modules-all:
 	@for v in $$(tools/kernels); do \

@@ -10,7 +10,7 @@
 #                        [--encap "none vlan pppoe"]
 #                        [--configs "gen-alone drop-west plain stock bulk"]
 #                        [--count N] [--reps N] [--burst N] [--len N]
-#                        [--family 4|6]
+#                        [--family 4|6] [--headroom N]
 #
 # Configurations:
 #   gen-alone  the generator sending into a dummy device (its own cost)
@@ -18,6 +18,10 @@
 #   plain      forwarding through west and east, no nftables
 #   stock      the stock flowtable on both routers
 #   bulk       the stock flowtable plus nf_flow_bulk attached, both routers
+#   xdp        XDP forwarding on both routers, no nftables: the kernel's
+#              samples/bpf xdp_fwd (a FIB lookup and a redirect,
+#              tools/bench/xdp, make bench-xdp) on their receive devices
+#              (w0, e0), XDP_PASS on the sink's (r0); plain Ethernet only
 #   bulk-alt   the same with another build of the module, for an A/B
 #              comparison in one boot (boots differ by about 0.3 %, the runs
 #              of one point by less than 0.05 %): the .ko in
@@ -40,6 +44,10 @@
 # fq_codel (--qdisc; Debian's default, net.core.default_qdisc, set by
 # systemd), and virtio TX kicks per packet are read from ethtool -S.
 # veth's default is noqueue: there only noqueue and fq_codel are run.
+# --headroom N: the generator builds its packets as a NIC driver does, in
+# page fragments with N bytes of headroom (256: what XDP on veth needs to
+# run without copying each packet into a new page; see
+# tools/bench/kmod/nfb_bench.c), for every point of the run.
 # --encap: what the west - east link carries (tools/bench/topology.sh):
 #   none   plain Ethernet (the default)
 #   vlan   802.1Q id 100, pushed by west, popped by east
@@ -69,6 +77,7 @@ reps=3
 burst=32
 len=128
 family=4
+headroom=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--links) links=$2; shift 2 ;;
@@ -83,6 +92,7 @@ while [ $# -gt 0 ]; do
 	--burst) burst=$2; shift 2 ;;
 	--len) len=$2; shift 2 ;;
 	--family) family=$2; shift 2 ;;
+	--headroom) headroom=$2; shift 2 ;;
 	*) echo "guest.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -122,7 +132,7 @@ window=0
 link_window=0
 train=1
 gen() { # gen DEV DMAC COUNT FLOWS [TRAIN]
-	echo "gen dev=$1 dmac=$2 src=$src dst=$dst flows=$4 count=$3 burst=$burst len=$len window=$window train=${5:-$train}" |
+	echo "gen dev=$1 dmac=$2 src=$src dst=$dst flows=$4 count=$3 burst=$burst len=$len window=$window train=${5:-$train} headroom=$headroom" |
 		in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
 }
 
@@ -159,6 +169,41 @@ nfb_stats() {
 		} <<<"$out"
 	done
 	echo "$p $b"
+}
+
+# xdp_attach on|off: the benchmark's XDP forwarder on the routers' receive
+# devices, XDP_PASS on the sink's: a frame redirected into a veth is
+# received by its peer's NAPI, which an XDP program on the peer turns on
+# (with GRO off nothing else does).
+xdp_attach() {
+	local nd
+	if [ "$1" = off ]; then
+		for nd in "$NS_WEST:w0" "$NS_EAST:e0" "$NS_SUNRISE:r0"; do
+			ip -n "${nd%%:*}" link set dev "${nd#*:}" xdpdrv off 2>/dev/null || true
+		done
+		return 0
+	fi
+	ip -n "$NS_WEST" link set dev w0 xdpdrv obj "$repo/build/xdp/xdp_fwd.o" sec xdp &&
+		ip -n "$NS_EAST" link set dev e0 xdpdrv obj "$repo/build/xdp/xdp_fwd.o" sec xdp &&
+		ip -n "$NS_SUNRISE" link set dev r0 xdpdrv obj "$repo/build/xdp/xdp_pass.o" sec xdp
+}
+
+# stack_forwarded: packets the routers' IP stacks forwarded (ip_forward():
+# Ip ForwDatagrams, Ip6OutForwDatagrams), summed over both routers; what
+# a flowtable or XDP forwards is not counted.
+stack_forwarded() {
+	local ns n=0 v
+	for ns in "$NS_WEST" "$NS_EAST"; do
+		if [ "$family" = 6 ]; then
+			v=$(in_ns "$ns" cat /proc/net/snmp6 | awk '$1 == "Ip6OutForwDatagrams" { print $2 }')
+		else
+			v=$(in_ns "$ns" cat /proc/net/snmp | awk '$1 == "Ip:" && !h {
+				for (i = 2; i <= NF; i++) if ($i == "ForwDatagrams") k = i; h = 1; next }
+				$1 == "Ip:" { print $k }')
+		fi
+		n=$((n + ${v:-0}))
+	done
+	echo "$n"
 }
 
 # egress_qdisc default|noqueue|fq_codel on the routers' egress devices.
@@ -241,7 +286,9 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 	misforwarded='' ttl=62
 	local dmac status=ok west_off=0 east_off=0
 	local kicks0=0 kicks1=0 taken0=0 taken1=0 bulks0=0 bulks1=0 mod0='{}' mod1='{}'
+	local fwd0=0 fwd1=0
 	topo_flowtable_del
+	xdp_attach off
 	window=$link_window
 	case "$config" in
 	gen-alone) dev=d0 sink_ns='' window=0 ;;
@@ -253,6 +300,13 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 			topo_flowtable_add early_ingress || status=attach-failed
 		else
 			status=unavailable
+		fi
+		;;
+	xdp)
+		if [ "$encap" != none ]; then
+			status=unavailable
+		elif ! xdp_attach on >&2; then
+			status=attach-failed
 		fi
 		;;
 	bulk-alt)
@@ -294,6 +348,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		if [ "${config%-alt}" = bulk ]; then
 			read -r taken0 bulks0 < <(nfb_stats)
 		fi
+		[ -z "$sink_ns" ] || [ "$config" = drop-west ] || fwd0=$(stack_forwarded)
 		# $reps runs; tools/bench/report.py takes the median of every
 		# run of every boot (virtio-net batching moves both ways).
 		local rep
@@ -313,13 +368,14 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 			read -r taken1 bulks1 < <(nfb_stats)
 			mod1=$(module_counters)
 		fi
+		[ -z "$sink_ns" ] || [ "$config" = drop-west ] || fwd1=$(stack_forwarded)
 	else
 		measure_rep "$sink_ns" "$ttl"
 	fi
 	jq -cnM --arg kernel "$kver" --arg link "$link" --arg gro "$g" --arg qdisc "$q" \
 		--arg encap "$encap" --arg config "$config" --arg status "$status" \
 		--argjson flows "$flows" --argjson train "$train" --argjson family "$family" \
-		--argjson len "$len" --argjson burst "$burst" \
+		--argjson len "$len" --argjson burst "$burst" --argjson headroom "$headroom" \
 		--argjson sent "${sent:-0}" --argjson received "${recv:-0}" \
 		--argjson reordered "${reord:-0}" --argjson elapsed_ns "$elapsed" \
 		--argjson offloaded_west "$west_off" --argjson offloaded_east "$east_off" \
@@ -327,17 +383,18 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		--argjson best_received "$best_recv" \
 		--argjson per_rep "[$(IFS=,; echo "${per_rep[*]}")]" \
 		--argjson taken $((taken1 - taken0)) --argjson bulks $((bulks1 - bulks0)) \
+		--argjson stack_forwarded $((fwd1 - fwd0)) \
 		--argjson mod0 "$mod0" --argjson mod1 "$mod1" \
 		--arg misforwarded "${misforwarded# }" \
 		'{kernel: $kernel, link: $link, gro: $gro, qdisc: $qdisc, encap: $encap,
-		  config: $config,
+		  config: $config, headroom: $headroom,
 		  status: $status, flows: $flows, train: $train, family: $family, len: $len,
 		  burst: $burst, sent: $sent, received: $received,
 		  reordered: $reordered, elapsed_ns: $elapsed_ns, wait_ns: $wait_ns,
 		  misforwarded: (if $misforwarded == "" then null else $misforwarded end),
 		  best_received: $best_received,
 		  runs: ($per_rep | map(. / 1000)),
-		  taken: $taken, bulks: $bulks,
+		  taken: $taken, bulks: $bulks, stack_forwarded: $stack_forwarded,
 		  module: ($mod1 | with_entries(.value -= ($mod0[.key] // 0))
 		    | with_entries(select(.value != 0))),
 		  bulk_mean: (if $bulks > 0 then ($taken / $bulks) else null end),
@@ -349,6 +406,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		  delivered: ($status == "ok" and $sent > 0 and $sent == $received),
 		  instructions_per_packet:
 		    (if $best_received > 0 then ($elapsed_ns / $best_received) else null end)}'
+	[ "$config" != xdp ] || xdp_attach off
 	if [ "$config" = bulk-alt ] && [ "$bulk_ok" = 1 ]; then
 		topo_flowtable_del
 		rmmod "$NFB_MODULE" 2>/dev/null || true
@@ -397,6 +455,8 @@ for link in $links; do
 							for config in $pass; do
 								case "$g:$config" in
 								list:gen-alone | list:drop-west | udpfwd:gen-alone | udpfwd:drop-west) continue ;;
+								# XDP forwards before GRO: the stock alternatives' receive modes are not its own.
+								list:xdp | udpfwd:xdp) continue ;;
 								esac
 								# The generator alone: one figure per topology (report.py).
 								if [ "$config" = gen-alone ] &&

@@ -42,7 +42,7 @@ import statistics
 import sys
 from collections import defaultdict
 
-FORWARDING = ["plain", "stock", "bulk"]
+FORWARDING = ["plain", "stock", "bulk", "xdp"]
 # A group is (link, gro, qdisc, flows, family, encap, train); a key adds
 # the config.
 ENCAP = 5
@@ -58,7 +58,13 @@ MERGING = ("list", "udpfwd")
 # The peer table's columns: the stock alternatives and the module, each in
 # every receive mode.
 PEERS = [("stock", "on"), ("stock", "off"), ("stock", "list"), ("stock", "udpfwd"),
-         ("bulk", "on"), ("bulk", "off"), ("bulk", "list"), ("bulk", "udpfwd")]
+         ("bulk", "on"), ("bulk", "off"), ("bulk", "list"), ("bulk", "udpfwd"),
+         ("xdp", "on"), ("xdp", "off")]
+# XDP forwarding (guest.sh config xdp) counts as forwarded by XDP when the
+# routers' IP stacks forwarded at most this share of the packets (the rest
+# went through XDP_PASS: no neighbour yet, or a packet the program leaves
+# to the stack).
+XDP_STACK_SHARE = 0.01
 # The encapsulation table's order (then link, GRO, qdisc, family, flows).
 ENCAPS = ["none", "vlan", "pppoe"]
 
@@ -78,7 +84,10 @@ def load(paths):
                 if not line.startswith("{"):
                     continue
                 p = json.loads(line)
-                key = (p["link"], p["gro"], p.get("qdisc", "noqueue"), p["flows"],
+                # Packets built in page fragments (guest.sh --headroom)
+                # are another generator: their own rows and baselines.
+                link = p["link"] + (f"/headroom {p['headroom']}" if p.get("headroom") else "")
+                key = (link, p["gro"], p.get("qdisc", "noqueue"), p["flows"],
                        p["family"], p.get("encap", "none"), p.get("train", 1), p["config"])
                 p["boot"] = boot
                 runs[key].append(p)
@@ -107,6 +116,12 @@ def summarise(samples, least=False):
         med = min(ipp) if least else statistics.median(ipp)
         out.update(median=med, min=min(ipp), max=max(ipp),
                    spread_pct=100.0 * (max(ipp) - min(ipp)) / med)
+    # Forwarded by the routers' IP stacks, per packet and router (plain:
+    # 1; a flowtable or XDP: the share they left to the stack).
+    shares = [s["stack_forwarded"] / (2 * s["received"]) for s in samples
+              if s.get("stack_forwarded") is not None and s.get("received")]
+    if shares:
+        out["stack_share"] = max(shares)
     for k in ("offloaded_west", "offloaded_east", "bulk_mean", "kicks_per_packet"):
         vals = [s[k] for s in samples if s.get(k) is not None]
         if vals:
@@ -320,16 +335,19 @@ def main():
                 drop = r["s"].get("drop-west", {}).get("median")
                 if base and drop:
                     off_base[k] = (base, drop)
-            for c in ("stock", "bulk"):
+            for c in ("stock", "bulk", "xdp"):
                 v = r["s"].get(c)
                 if v and v.get("delivered") and "median" in v:
+                    if c == "xdp" and v.get("stack_share", 1) > XDP_STACK_SHARE:
+                        continue
                     by[k][(c, r["gro"])] = v
         if not any(k[1] in MERGING for cells in by.values() for k in cells):
             return [], []
         head = ["link", "egress qdisc", "IP", "flows", "train"]
         head += [f"{c}, GRO {g}" for c, g in PEERS]
         head += ["best stock", "best module", "best stock / best module",
-                 "router: best stock", "router: best module", "router: stock / module"]
+                 "router: best stock", "router: best module", "router: stock / module",
+                 "router: best XDP", "router: module / XDP"]
         out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         js = []
         for k in sorted(by):
@@ -338,7 +356,7 @@ def main():
                 v = by[k].get(p)
                 cells.append("—" if v is None else fmt(v, "median"))
             best = {}
-            for side in ("stock", "bulk"):
+            for side in ("stock", "bulk", "xdp"):
                 cand = [(v["median"], g, v) for (c, g), v in by[k].items() if c == side]
                 best[side] = min(cand, key=lambda t: t[0]) if cand else None
             for side in ("stock", "bulk"):
@@ -356,6 +374,15 @@ def main():
                 cells.append(f"{routers['stock'] / routers['bulk']:.2f}x")
             else:
                 cells.append("—")
+            xd = best["xdp"]
+            if xd is not None and k in off_base:
+                base, drop = off_base[k]
+                routers["xdp"] = router_cost(xd[0], drop, base)
+            cells.append(f"{routers['xdp']:.0f} (GRO {xd[1]})" if "xdp" in routers else "—")
+            if routers.get("xdp", 0) > 0 and "bulk" in routers:
+                cells.append(f"{routers['bulk'] / routers['xdp']:.2f}x")
+            else:
+                cells.append("—")
             out.append("| " + " | ".join(cells) + " |")
             if st and bk:
                 js.append(dict(link=k[0], qdisc=k[1], family=k[2], flows=k[3], train=k[4],
@@ -365,7 +392,10 @@ def main():
                                best_bulk=dict(gro=bk[1], whole_path=bk[0],
                                               router=routers.get("bulk"),
                                               misforwarded=bk[2].get("misforwarded")),
-                               best_stock_over_best_bulk=st[0] / bk[0]))
+                               best_stock_over_best_bulk=st[0] / bk[0],
+                               best_xdp=None if xd is None else dict(
+                                   gro=xd[1], whole_path=xd[0], router=routers.get("xdp"),
+                                   misforwarded=xd[2].get("misforwarded"))))
         return out, js
 
     plain_rows = [r for r in table if r["encap"] == "none"]
@@ -388,9 +418,10 @@ def main():
             f"{len(paths)} boot(s)); router columns per router, encapsulation included")
     peer_lines, peer_js = peers(plain_rows)
     if peer_lines:
-        md += ("\nThe module against every stock receive mode (whole path, instructions "
-               "per packet; GRO list: fraglist GRO, udpfwd: UDP GRO forwarding, at the "
-               "routers' receive):\n\n" + "\n".join(peer_lines) + "\n")
+        md += ("\nThe module against every stock receive mode and XDP forwarding (whole "
+               "path, instructions per packet; GRO list: fraglist GRO, udpfwd: UDP GRO "
+               "forwarding, at the routers' receive; xdp: xdp_fwd on the routers' receive "
+               "devices):\n\n" + "\n".join(peer_lines) + "\n")
         rst_text += "\n" + rst_table(
             peer_lines, "The module against every stock receive mode: whole path, "
             "generator to sink, guest instructions per packet (medians); the router "
@@ -419,7 +450,7 @@ def main():
     with open(f"{outdir}/results.rst", "w", encoding="utf-8") as f:
         f.write(rst_text)
     with open(f"{outdir}/plot.dat", "w", encoding="utf-8") as f:
-        f.write("# label plain stock bulk (router instructions per packet)\n")
+        f.write("# label plain stock bulk xdp (router instructions per packet)\n")
         for r in table:
             s = r["s"]
             vals = [s.get(c, {}).get("router") for c in FORWARDING]
