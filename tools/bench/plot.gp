@@ -16,5 +16,4 @@ set datafile missing "NaN"
 set key top center horizontal
 plot dat using 2:xtic(1) title "plain forwarding", \
      '' using 3 title "stock flowtable", \
-     '' using 4 title "nf\\_flow\\_bulk", \
-     '' using 5 title "XDP (xdp\\_fwd)"
+     '' using 4 title "nf\\_flow\\_bulk"
