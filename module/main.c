@@ -110,21 +110,26 @@ static void nfb_cpu_seq_stop(struct seq_file *seq, void *v)
 {
 }
 
-static const char * const nfb_decline_names[__NFB_DECLINE_MAX] = {
+static const char * const nfb_decline_names[] = {
 	"disabled", "not_ip", "header", "no_flowtable", "miss", "frag",
 	"options", "ttl", "mtu", "tcp_flags", "dst_stale", "hw_offload",
-	"xmit_type", "encap", "unwritable", "dying", "l4proto", "shared",
+	"xmit_type", "encap", "unwritable", "l4proto", "shared",
 	"encap_header", "pppoe", "ppp_proto", "direct_dev",
 };
 
-static const char * const nfb_fallback_names[__NFB_FALLBACK_MAX] = {
-	"qdisc", "egress_hook", "neigh", "headroom", "busy",
+static const char * const nfb_fallback_names[] = {
+	"qdisc", "egress_hook", "neigh", "busy",
 };
 
-static const char * const nfb_drop_names[__NFB_DROP_MAX] = {
-	"dev_down", "no_neigh", "validate", "xmit", "queue_full", "nomem",
+static const char * const nfb_drop_names[] = {
+	"dev_down", "validate", "xmit", "queue_full", "nomem",
 	"header",
 };
+
+/* One name per counter of the uAPI enums: a reason added there needs one. */
+static_assert(ARRAY_SIZE(nfb_decline_names) == __NFB_DECLINE_MAX);
+static_assert(ARRAY_SIZE(nfb_fallback_names) == __NFB_FALLBACK_MAX);
+static_assert(ARRAY_SIZE(nfb_drop_names) == __NFB_DROP_MAX);
 
 static int nfb_cpu_seq_show(struct seq_file *seq, void *v)
 {

@@ -23,7 +23,6 @@ static const struct nla_policy nfb_policy[NFB_A_MAX + 1] = {
 	[NFB_A_FLOWTABLE]	= { .type = NLA_STRING,
 				    .len = NFT_NAME_MAXLEN - 1 },
 	[NFB_A_PRIORITY]	= { .type = NLA_REJECT },
-	[NFB_A_HOOK_PRIORITY]	= { .type = NLA_REJECT },
 	[NFB_A_DEVICES]		= { .type = NLA_REJECT },
 	[NFB_A_DEVICE]		= { .type = NLA_REJECT },
 	[NFB_A_STATS]		= { .type = NLA_REJECT },
@@ -124,7 +123,6 @@ static int nfb_fill_attach(struct sk_buff *skb, const struct nfb_attach *a,
 	    nla_put_string(skb, NFB_A_TABLE, a->table) ||
 	    nla_put_string(skb, NFB_A_FLOWTABLE, a->name) ||
 	    nla_put_s32(skb, NFB_A_PRIORITY, a->priority) ||
-	    nla_put_s32(skb, NFB_A_HOOK_PRIORITY, a->priority) ||
 	    nla_put_u64_64bit(skb, NFB_A_SCANS, a->scans, NFB_A_PAD))
 		goto cancel;
 

@@ -61,7 +61,7 @@ user_count() {
 attach_info() {
 	fp_genl "$R" list | python3 -c 'import json, sys
 a = json.load(sys.stdin)[0]
-print(a["scans"], int(a["adjacent"]["r0"]) + int(a["adjacent"]["r1"]), a["hook_priority"])'
+print(a["scans"], int(a["adjacent"]["r0"]) + int(a["adjacent"]["r1"]), a["priority"])'
 }
 dc() { fp_proc "$R" decline_no_flowtable; }
 

@@ -43,8 +43,8 @@ NETLINK_CAP_ACK = 10
 
 CMD_ATTACH, CMD_DETACH, CMD_GET_ATTACH, CMD_GET_STATS, CMD_RESET = 1, 2, 3, 4, 5
 A_FAMILY, A_TABLE, A_FLOWTABLE = 1, 2, 3
-A_PRIORITY, A_HOOK_PRIORITY, A_DEVICES, A_DEVICE, A_STATS, A_PAD = 4, 5, 6, 7, 8, 9
-A_MAX_KNOWN = 10        # NFB_A_SCANS (reply only) in newer uapi
+A_PRIORITY, A_DEVICES, A_DEVICE, A_STATS, A_PAD = 4, 5, 6, 7, 8
+A_SCANS = 9             # reply only
 DO_CMDS = (CMD_ATTACH, CMD_DETACH, CMD_RESET)
 DUMP_CMDS = (CMD_GET_ATTACH, CMD_GET_STATS)
 CMD_NAMES = {1: "attach", 2: "detach", 3: "get_attach", 4: "get_stats",
@@ -317,7 +317,7 @@ def cases(table, name):
         body = ft_attrs(nx, nx) if cmd in (CMD_ATTACH, CMD_DETACH) else b""
         expect(conn, "strict: %s with genlmsghdr.reserved = 1"
                % CMD_NAMES[cmd], errno.EINVAL, cmd, body, reserved=1)
-        for atype in (0, 11, 42, 0x3fff):
+        for atype in (0, A_SCANS + 1, 42, 0x3fff):
             expect(conn, "strict: %s with unknown attribute %d"
                    % (CMD_NAMES[cmd], atype), errno.EINVAL, cmd,
                    body + u32(atype, 1))
@@ -356,7 +356,7 @@ def cases(table, name):
     expect(conn, "attach without FLOWTABLE", errno.EINVAL, CMD_ATTACH,
            u32(A_FAMILY, 1) + sz(A_TABLE, t))
     expect(conn, "detach with nothing", errno.EINVAL, CMD_DETACH)
-    for atype in (A_PRIORITY, A_HOOK_PRIORITY, A_PAD):
+    for atype in (A_PRIORITY, A_PAD, A_SCANS):
         expect(conn, "attach with reply-only attribute %d" % atype,
                errno.EINVAL, CMD_ATTACH, ft_attrs(nx, nx) + u32(atype, 0))
     for atype in (A_DEVICES, A_DEVICE, A_STATS):

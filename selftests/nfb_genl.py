@@ -33,19 +33,18 @@ NLMSGERR_ATTR_MSG = 1
 
 CMD = {"attach": 1, "detach": 2, "get_attach": 3, "get_stats": 4,
        "reset_stats": 5}
-A_FAMILY, A_TABLE, A_FLOWTABLE, A_PRIORITY, A_HOOK_PRIORITY = 1, 2, 3, 4, 5
-A_DEVICES, A_DEVICE, A_STATS, A_SCANS = 6, 7, 8, 10
+A_FAMILY, A_TABLE, A_FLOWTABLE, A_PRIORITY = 1, 2, 3, 4
+A_DEVICES, A_DEVICE, A_STATS, A_SCANS = 5, 6, 7, 9
 FAMILIES = {"inet": 1, "ip": 2, "ip6": 10}
 
 DECLINE = ["disabled", "not_ip", "header", "no_flowtable", "miss", "frag",
            "options", "ttl", "mtu", "tcp_flags", "dst_stale", "hw_offload",
-           "xmit_type", "encap", "unwritable", "dying", "l4proto", "shared",
+           "xmit_type", "encap", "unwritable", "l4proto", "shared",
            "encap_header", "pppoe", "ppp_proto", "direct_dev"]
-FALLBACK = ["qdisc", "egress_hook", "neigh", "headroom", "busy"]
+FALLBACK = ["qdisc", "egress_hook", "neigh", "busy"]
 ENCAP = ["none", "vlan", "vlan2", "pppoe", "vlan_pppoe"]
 XMIT = ["neigh", "direct"]
-DROP = ["dev_down", "no_neigh", "validate", "xmit", "queue_full", "nomem",
-        "header"]
+DROP = ["dev_down", "validate", "xmit", "queue_full", "nomem", "header"]
 
 
 class NlError(Exception):
@@ -154,8 +153,6 @@ def list_attach(nl):
                 a["flowtable"] = val.rstrip(b"\0").decode()
             elif atype == A_PRIORITY:
                 a["priority"] = s32(val)
-            elif atype == A_HOOK_PRIORITY:
-                a["hook_priority"] = s32(val)
             elif atype == A_SCANS:
                 a["scans"] = struct.unpack("Q", val)[0]
             elif atype == A_DEVICES:

@@ -7,13 +7,21 @@
  * CAP_NET_ADMIN in the user namespace of the caller's network namespace and
  * acts on that network namespace only.
  *
- * Enums are append-only: userspace must print unknown reasons as numbers.
+ * Until version 1.0 of the module the interface may change incompatibly:
+ * NFB_GENL_VERSION (the family's version) says which one a module speaks,
+ * and the flowbulk tool refuses another. Within a version, enums are
+ * append-only: userspace must print unknown reasons as numbers.
+ *
+ * Version 2 removed what version 1 carried without meaning: the attribute
+ * NFB_A_HOOK_PRIORITY (it repeated NFB_A_PRIORITY: the module's hook runs
+ * at the flowtable's priority) and the counters declined "dying", fallback
+ * "headroom" and drop "no_neigh", which nothing counted.
  */
 #ifndef _UAPI_LINUX_NF_FLOW_BULK_H
 #define _UAPI_LINUX_NF_FLOW_BULK_H
 
 #define NFB_GENL_NAME		"nf_flow_bulk"
-#define NFB_GENL_VERSION	1
+#define NFB_GENL_VERSION	2
 
 enum nfb_cmd {
 	NFB_CMD_UNSPEC,
@@ -32,8 +40,9 @@ enum nfb_attr {
 	NFB_A_FAMILY,		/* u32: NFPROTO_INET, NFPROTO_IPV4, NFPROTO_IPV6 */
 	NFB_A_TABLE,		/* string, nft table name */
 	NFB_A_FLOWTABLE,	/* string, nft flowtable name */
-	NFB_A_PRIORITY,		/* s32: the flowtable's hook priority (reply) */
-	NFB_A_HOOK_PRIORITY,	/* s32: the module's hook priority (reply) */
+	NFB_A_PRIORITY,		/* s32: the flowtable's hook priority, at
+				 * which the module's hook runs too (reply)
+				 */
 	NFB_A_DEVICES,		/* nest of NFB_A_DEVICE (reply) */
 	NFB_A_DEVICE,		/* nest of enum nfb_dev_attr */
 	NFB_A_STATS,		/* nest of enum nfb_stats_attr (reply) */
@@ -106,7 +115,6 @@ enum nfb_decline_reason {
 				 * protocol not IP)
 				 */
 	NFB_DECLINE_UNWRITABLE,	/* could not make the header writable */
-	NFB_DECLINE_DYING,	/* reserved, never counted: a dying flow is a miss */
 	NFB_DECLINE_L4PROTO,	/* neither TCP nor UDP */
 	NFB_DECLINE_SHARED,	/* skb shared with another owner */
 	NFB_DECLINE_ENCAP_HEADER, /* truncated 802.1Q tag or PPPoE header */
@@ -121,7 +129,6 @@ enum nfb_fallback_reason {
 	NFB_FALLBACK_QDISC,	/* egress device has a qdisc */
 	NFB_FALLBACK_EGRESS_HOOK, /* tc or nft egress hook on the device */
 	NFB_FALLBACK_NEIGH,	/* neighbour not connected: neigh_xmit */
-	NFB_FALLBACK_HEADROOM,	/* reserved, never counted */
 	NFB_FALLBACK_BUSY,	/* txq stopped or locked by this CPU, or the
 				 * driver refused: requeued in the qdisc
 				 */
@@ -131,7 +138,6 @@ enum nfb_fallback_reason {
 /* Why a taken packet was dropped. */
 enum nfb_drop_reason {
 	NFB_DROP_DEV_DOWN,	/* egress device down or gone */
-	NFB_DROP_NO_NEIGH,	/* reserved, never counted (neigh_xmit() counts) */
 	NFB_DROP_VALIDATE,	/* validate_xmit_skb_list() refused it */
 	NFB_DROP_XMIT,		/* a noqueue driver refused it */
 	NFB_DROP_QUEUE_FULL,	/* per-CPU queue full while the test_hold

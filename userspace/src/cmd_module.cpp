@@ -278,8 +278,6 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
         Json entry = flowtable_ref_json(attachment.flowtable);
         entry["priority"] =
             attachment.flowtable_priority ? Json(*attachment.flowtable_priority) : Json();
-        entry["hook_priority"] =
-            attachment.hook_priority ? Json(*attachment.hook_priority) : Json();
         entry["scans"] = attachment.scans ? Json(*attachment.scans) : Json();
         Json devices = Json::array();
         for (const AttachedDevice& device : attachment.devices) {
@@ -299,7 +297,6 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
                      {"TABLE"},
                      {"FLOWTABLE"},
                      {"PRIORITY", TextTable::Align::kRight},
-                     {"HOOK PRIORITY", TextTable::Align::kRight},
                      {"SCANS", TextTable::Align::kRight},
                      {"DEVICES"},
                      {"NOT ADJACENT"}});
@@ -317,8 +314,8 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
       };
       table.add_row({family_name(attachment.flowtable.family), attachment.flowtable.table,
                      attachment.flowtable.flowtable, optional_text(attachment.flowtable_priority),
-                     optional_text(attachment.hook_priority), optional_text(attachment.scans),
-                     devices.empty() ? "-" : devices, not_adjacent.empty() ? "-" : not_adjacent});
+                     optional_text(attachment.scans), devices.empty() ? "-" : devices,
+                     not_adjacent.empty() ? "-" : not_adjacent});
     }
     if (!table.empty()) {
       table.print(invocation.env.out);

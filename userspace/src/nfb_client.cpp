@@ -127,9 +127,6 @@ Attachment parse_attachment(const nlmsghdr& message) {
   if (auto priority = get_u32(attributes[NFB_A_PRIORITY])) {
     attachment.flowtable_priority = static_cast<int32_t>(*priority);
   }
-  if (auto priority = get_u32(attributes[NFB_A_HOOK_PRIORITY])) {
-    attachment.hook_priority = static_cast<int32_t>(*priority);
-  }
   attachment.scans = get_u64(attributes[NFB_A_SCANS]);
   if (const nlattr* devices = attributes[NFB_A_DEVICES]) {
     for_each_nested(devices, [&attachment](const nlattr* device) {
@@ -218,13 +215,15 @@ uint16_t NfbClient::family_id() {
   buffer.resize(message->nlmsg_len);
 
   std::optional<uint16_t> resolved;
+  std::optional<uint32_t> version;
   try {
-    channel_.transact(buffer, [&resolved](const nlmsghdr& reply) {
+    channel_.transact(buffer, [&resolved, &version](const nlmsghdr& reply) {
       auto attributes = parse_genl<CTRL_ATTR_MAX + 1>(reply);
       const nlattr* id = attributes[CTRL_ATTR_FAMILY_ID];
       if (id != nullptr && mnl_attr_validate(id, MNL_TYPE_U16) >= 0) {
         resolved = mnl_attr_get_u16(id);
       }
+      version = get_u32(attributes[CTRL_ATTR_VERSION]);
     });
   } catch (const KernelError& error) {
     if (error.sys_errno() == ENOENT) {
@@ -237,6 +236,16 @@ uint16_t NfbClient::family_id() {
   }
   if (!resolved) {
     throw Error("the kernel's reply to the family lookup carried no family id", EPROTO);
+  }
+  // Until 1.0 an interface version changes attribute and counter numbers
+  // (uapi/nf_flow_bulk.h): read with another version's numbers, the
+  // module's replies would be misread, not refused.
+  if (version != static_cast<uint32_t>(NFB_GENL_VERSION)) {
+    throw Error("the loaded nf_flow_bulk module speaks interface version " +
+                    (version ? std::to_string(*version) : std::string("(none)")) +
+                    ", this flowbulk version " + std::to_string(NFB_GENL_VERSION) +
+                    ": install the tool and the module from the same release",
+                EPROTO);
   }
   family_id_ = resolved;
   return *resolved;

@@ -24,8 +24,8 @@ struct AttachedDevice {
 // One NFB_CMD_GET_ATTACH dump message.
 struct Attachment {
   FlowtableRef flowtable;
+  // The flowtable's hook priority, at which the module's hook runs too.
   std::optional<int32_t> flowtable_priority;
-  std::optional<int32_t> hook_priority;
   // How often the module looked for the flowtable since the attach.
   std::optional<uint64_t> scans;
   std::vector<AttachedDevice> devices;

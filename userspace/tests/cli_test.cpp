@@ -143,18 +143,18 @@ TEST_F(CliTest, AttachListTextAndJson) {
   script();
   EXPECT_EQ(run({"attach", "list"}), kExitOk) << err();
   EXPECT_EQ(out(),
-            "FAMILY  TABLE  FLOWTABLE  PRIORITY  HOOK PRIORITY  SCANS  DEVICES    NOT ADJACENT\n"
-            "ip      fw     ft             -100           -101      3  eth0,eth1  eth1\n"
-            "ip      t2     f2                5              4      0  eth2       -\n");
+            "FAMILY  TABLE  FLOWTABLE  PRIORITY  SCANS  DEVICES    NOT ADJACENT\n"
+            "ip      fw     ft             -100      3  eth0,eth1  eth1\n"
+            "ip      t2     f2                5      0  eth2       -\n");
   script();
   EXPECT_EQ(run({"-j", "attach", "l"}), kExitOk) << err();
   EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "attachments": [
       {"family": "ip", "table": "fw", "flowtable": "ft", "priority": -100,
-       "hook_priority": -101, "scans": 3,
+       "scans": 3,
        "devices": [{"ifindex": 2, "ifname": "eth0", "adjacent": true},
                    {"ifindex": 3, "ifname": "eth1", "adjacent": false}]},
       {"family": "ip", "table": "t2", "flowtable": "f2", "priority": 5,
-       "hook_priority": 4, "scans": 0,
+       "scans": 0,
        "devices": [{"ifindex": 4, "ifname": "eth2", "adjacent": true}]}]})"));
 }
 
@@ -187,8 +187,8 @@ TEST_F(CliTest, AttachListFromAModuleWithoutScansOrAdjacency) {
   script();
   EXPECT_EQ(run({"attach", "list"}), kExitOk) << err();
   EXPECT_EQ(out(),
-            "FAMILY  TABLE  FLOWTABLE  PRIORITY  HOOK PRIORITY  SCANS  DEVICES  NOT ADJACENT\n"
-            "ip      fw     ft                0             -1      -  eth0     -\n");
+            "FAMILY  TABLE  FLOWTABLE  PRIORITY  SCANS  DEVICES  NOT ADJACENT\n"
+            "ip      fw     ft                0      -  eth0     -\n");
   script();
   EXPECT_EQ(run({"-j", "attach", "list"}), kExitOk) << err();
   const Json json = Json::parse(out());

@@ -79,14 +79,14 @@ Datagram done(const nlmsghdr& request) {
   return builder.datagram();
 }
 
-ReplayTransport::Responder resolve_family(uint16_t family_id) {
-  return [family_id](std::span<const uint8_t> sent) {
+ReplayTransport::Responder resolve_family(uint16_t family_id, uint32_t version) {
+  return [family_id, version](std::span<const uint8_t> sent) {
     const nlmsghdr& request = *messages_of(sent).front();
     MessageBuilder reply(GENL_ID_CTRL, 0, request.nlmsg_seq, request.nlmsg_pid);
     reply.genl(CTRL_CMD_NEWFAMILY, 2);
     mnl_attr_put_strz(reply.header(), CTRL_ATTR_FAMILY_NAME, "nf_flow_bulk");
     mnl_attr_put_u16(reply.header(), CTRL_ATTR_FAMILY_ID, family_id);
-    mnl_attr_put_u32(reply.header(), CTRL_ATTR_VERSION, 1);
+    mnl_attr_put_u32(reply.header(), CTRL_ATTR_VERSION, version);
     return std::vector<Datagram>{reply.datagram(), ack(request)};
   };
 }
@@ -144,7 +144,6 @@ Datagram attachment_message(const nlmsghdr& request, const char* table, const ch
   mnl_attr_put_strz(header, NFB_A_TABLE, table);
   mnl_attr_put_strz(header, NFB_A_FLOWTABLE, name);
   mnl_attr_put_u32(header, NFB_A_PRIORITY, static_cast<uint32_t>(priority));
-  mnl_attr_put_u32(header, NFB_A_HOOK_PRIORITY, static_cast<uint32_t>(priority - 1));
   if (scans) {
     mnl_attr_put_u64(header, NFB_A_SCANS, *scans);
   }
@@ -188,8 +187,8 @@ Datagram stats_message(const nlmsghdr& request, uint32_t cpu, uint64_t packets, 
   mnl_attr_put_u64(header, NFB_STATS_A_BULKS, bulks);
   put_counters(header, NFB_STATS_A_HIST, histogram);
   put_counters(header, NFB_STATS_A_DECLINE, decline);
-  put_counters(header, NFB_STATS_A_FALLBACK, {0, 1, 0, 0, 0});
-  put_counters(header, NFB_STATS_A_DROP, {0, 0, 0, 0, 0, 2});
+  put_counters(header, NFB_STATS_A_FALLBACK, {0, 1, 0, 0});
+  put_counters(header, NFB_STATS_A_DROP, {0, 0, 0, 0, 2});  // nomem
   put_counters(header, NFB_STATS_A_TAKEN_ENCAP, {packets / 2, packets - packets / 2});
   put_counters(header, NFB_STATS_A_TAKEN_XMIT, {packets - packets / 4, packets / 4});
   mnl_attr_nest_end(header, stats);

@@ -8,6 +8,7 @@
 #include <libmnl/libmnl.h>
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
+#include <nf_flow_bulk.h>
 
 #include <functional>
 #include <optional>
@@ -44,7 +45,8 @@ Datagram error_reply(const nlmsghdr& request, int sys_errno, const std::string& 
 Datagram done(const nlmsghdr& request);
 
 // A scripted reply to CTRL_CMD_GETFAMILY for nf_flow_bulk.
-ReplayTransport::Responder resolve_family(uint16_t family_id);
+// The family lookup's reply; VERSION: the module's interface version.
+ReplayTransport::Responder resolve_family(uint16_t family_id, uint32_t version = NFB_GENL_VERSION);
 ReplayTransport::Responder family_absent();
 // Ack every message that asked for one.
 ReplayTransport::Responder ack_all();
