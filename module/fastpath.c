@@ -477,6 +477,7 @@ static __always_inline void nfb_prepare(struct sk_buff *skb,
 	}
 	dev_hold(out->dev);
 	skb->dev = out->dev;
+	nfb_sdqm_park(skb);	/* before @nn covers the slot (nfb.h) */
 	cb->nn = nn;
 	cb->flow_hash = hash_ptr(flow, 32);
 	cb->bulk_max = READ_ONCE(nn->bulk_max);
@@ -698,6 +699,10 @@ static noinline void nfb_segs_apply(struct nfb_net *nn,
 		dev_hold(head->dev);
 		seg->dev = head->dev;
 		*NFB_CB(seg) = *cb;
+		/* skb_segment_list() copies the head's control block. */
+		if (NFB_SDQM_IN_CB)
+			memcpy(seg->cb + NFB_SDQM_STASH,
+			       head->cb + NFB_SDQM_STASH, NFB_SDQM_LEN);
 		*tail = seg;
 		tail = &seg->next;
 	}

@@ -206,9 +206,13 @@ struct nfb_cb {
  * part. 7.x moved it past data[], into our part (skb->cb bytes 28..29,
  * the upper half of @nn): on 7.3 a bond output made @nn a non-canonical
  * pointer and the drain crashed on it. There (NFB_SDQM_IN_CB, told by the
- * layout itself) the pick keeps the device's value in tc_classid's place,
- * before our part and read by nobody before the qdisc, and puts our bytes
- * back; nfb_cb_clear() moves the value to its own place.
+ * layout itself) the slot's bytes live in tc_classid's place, before our
+ * part and read by nobody before the qdisc, while our part is in use:
+ * nfb_sdqm_park() puts the bytes the packet came with there when the
+ * packet is taken, the pick hands them to the device and keeps what the
+ * device wrote, and nfb_cb_clear() moves them back to their own place.
+ * A single-queue master gets no ndo_select_queue() call, in the stock
+ * path as here, and reads the bytes the packet came with.
  */
 #define NFB_SDQM_OFFSET	offsetof(struct qdisc_skb_cb, slave_dev_queue_mapping)
 #define NFB_SDQM_STASH	offsetof(struct qdisc_skb_cb, tc_classid)
@@ -219,6 +223,13 @@ struct nfb_cb {
  * Our part of the control block, zeroed before a packet goes on to the
  * transmit side; the qdisc_skb_cb header stays as the queue pick left it.
  */
+static inline void nfb_sdqm_park(struct sk_buff *skb)
+{
+	if (NFB_SDQM_IN_CB)
+		memcpy(skb->cb + NFB_SDQM_STASH, skb->cb + NFB_SDQM_OFFSET,
+		       NFB_SDQM_LEN);
+}
+
 static inline void nfb_cb_clear(struct sk_buff *skb)
 {
 	memset(NFB_CB(skb), 0, sizeof(struct nfb_cb));

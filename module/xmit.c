@@ -150,7 +150,6 @@ static u16 nfb_pick_txq(struct net_device *dev, struct sk_buff *skb)
 {
 	const struct net_device_ops *ops = dev->netdev_ops;
 	u8 ours[NFB_SDQM_LEN];
-	u16 mapping;
 	int q = 0;
 
 	/*
@@ -166,15 +165,15 @@ static u16 nfb_pick_txq(struct net_device *dev, struct sk_buff *skb)
 		return 0;
 
 	/*
-	 * 7.x: the device writes into our part (nfb.h, NFB_SDQM_IN_CB). The
-	 * value kept is the one those devices store, the queue mapping before
-	 * the pick, unless the device wrote another. Nothing may return
-	 * between here and the restore.
+	 * 7.x: the device writes into our part (nfb.h, NFB_SDQM_IN_CB). It
+	 * finds the bytes the packet came with, parked when it was taken, as
+	 * in the stock path, and what it leaves there is kept. Nothing may
+	 * return between here and the restore.
 	 */
 	if (NFB_SDQM_IN_CB) {
-		mapping = skb_get_queue_mapping(skb);
 		memcpy(ours, skb->cb + NFB_SDQM_OFFSET, NFB_SDQM_LEN);
-		memcpy(skb->cb + NFB_SDQM_OFFSET, &mapping, NFB_SDQM_LEN);
+		memcpy(skb->cb + NFB_SDQM_OFFSET, skb->cb + NFB_SDQM_STASH,
+		       NFB_SDQM_LEN);
 	}
 	nfb_skb_set_sender_cpu(skb);
 	if (dev->real_num_tx_queues != 1) {
@@ -196,14 +195,13 @@ static u16 nfb_pick_txq(struct net_device *dev, struct sk_buff *skb)
  * nfb_pick_txq() inline for a single-queue device (veth on a one-CPU
  * host, most virtual devices, many NICs on small routers): queue 0, as
  * netdev_core_pick_tx() decides without asking the device, after the same
- * sender_cpu fix-up. Saves the call per packet. Not on 7.x, where the
- * pick also keeps the queue mapping a bond or team reads back
- * (NFB_SDQM_IN_CB), single queue or not.
+ * sender_cpu fix-up. Saves the call per packet. On 7.x too: no device is
+ * asked, so the parked bytes stay as the packet came (nfb.h).
  */
 static __always_inline u16 nfb_txq_of(struct net_device *dev,
 				      struct sk_buff *skb)
 {
-	if (!NFB_SDQM_IN_CB && likely(dev->real_num_tx_queues == 1)) {
+	if (likely(dev->real_num_tx_queues == 1)) {
 		nfb_skb_set_sender_cpu(skb);
 		return 0;
 	}
