@@ -6,7 +6,7 @@
 #
 #   tools/bench/guest.sh [--links "veth virtio"] [--gro "on off list udpfwd"]
 #                        [--flows "1 10"] [--train "1 4 32"]
-#                        [--qdisc "default noqueue fq_codel"]
+#                        [--qdisc "default noqueue fq_codel mq"]
 #                        [--encap "none vlan pppoe"]
 #                        [--configs "gen-alone drop-west plain stock bulk"]
 #                        [--count N] [--reps N] [--burst N] [--len N]
@@ -43,7 +43,11 @@
 # routers' egress devices get the device's default qdisc, noqueue or
 # fq_codel (--qdisc; Debian's default, net.core.default_qdisc, set by
 # systemd), and virtio TX kicks per packet are read from ethtool -S.
-# veth's default is noqueue: there only noqueue and fq_codel are run.
+# veth's default is noqueue: there only noqueue, fq_codel and mq are run.
+# mq (veth only): what a multi-queue NIC gets on Debian, mq at the root and
+# an fq_codel per transmit queue; a plan naming it runs every point on
+# routers' egress veths with two queues (topology.sh TOPO_EGRESS_TXQ), so
+# it goes in a plan of its own (tools/bench/run).
 # --headroom N: the generator builds its packets as a NIC driver does, in
 # page fragments with N bytes of headroom (256: what XDP on veth needs to
 # run without copying each packet into a new page; see
@@ -206,13 +210,20 @@ stack_forwarded() {
 	echo "$n"
 }
 
-# egress_qdisc default|noqueue|fq_codel on the routers' egress devices.
+# egress_qdisc default|noqueue|fq_codel|mq on the routers' egress devices.
 egress_qdisc() {
-	local nd
+	local nd i n
 	for nd in "$NS_WEST:w1" "$NS_EAST:e1"; do
 		case "$1" in
 		noqueue | fq_codel)
 			in_ns "${nd%%:*}" tc qdisc replace dev "${nd#*:}" root "$1"
+			;;
+		mq)
+			n=$(in_ns "${nd%%:*}" ls -d /sys/class/net/"${nd#*:}"/queues/tx-* | wc -l)
+			in_ns "${nd%%:*}" tc qdisc replace dev "${nd#*:}" root handle 1: mq
+			for ((i = 1; i <= n; i++)); do
+				in_ns "${nd%%:*}" tc qdisc replace dev "${nd#*:}" parent "1:$(printf %x "$i")" fq_codel
+			done
 			;;
 		*)
 			in_ns "${nd%%:*}" tc qdisc del dev "${nd#*:}" root 2>/dev/null || true
@@ -416,13 +427,17 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 
 for link in $links; do
 	for encap in $encaps; do
+		TOPO_EGRESS_TXQ=1
+		case " $qdiscs " in
+		*" mq "*) [ "$link" != veth ] || TOPO_EGRESS_TXQ=2 ;;
+		esac
 		topo_create "$link" "$encap"
 		qs=$qdiscs
 		link_window=128
 		if [ "$link" = veth ]; then
 			qs=
 			for q in $qdiscs; do
-				case "$q" in noqueue | fq_codel) qs="$qs $q" ;; esac
+				case "$q" in noqueue | fq_codel | mq) qs="$qs $q" ;; esac
 			done
 			[ -n "$qs" ] || qs=noqueue
 			link_window=0

@@ -25,6 +25,9 @@
 #          them; IPv4 only. The PPP devices are made noqueue, as every other
 #          device of the path is (6.1 makes them so, 6.12 gives them its
 #          default qdisc).
+# TOPO_EGRESS_TXQ=N (veth only, default 1): the links west - east and
+# east - sunrise get N transmit and receive queues, so that the routers'
+# egress devices (w1, e1) can carry mq (tools/bench/guest.sh --qdisc mq).
 # The flowtables stay on the real devices (w0 w1, e0 e1): the stock
 # flowtable resolves a route through w1.100 or pppw to w1 with the VLAN or
 # PPPoE encapsulation (dev_fill_forward_path), as selftests/nfb_encap.sh and
@@ -42,6 +45,7 @@ TOPO_DST6=fd00:3::2
 # The encapsulation of the west - east link (topo_create), the devices that
 # carry its addresses, the PPPoE session's pppd processes and scratch files.
 TOPO_ENCAP=none
+TOPO_EGRESS_TXQ=${TOPO_EGRESS_TXQ:-1}
 TOPO_MID_W=w1
 TOPO_MID_E=e0
 TOPO_PIDS=()
@@ -124,7 +128,11 @@ topo_wait() {
 # topo_link KIND PAIR NS_A DEV_A NS_B DEV_B
 topo_link() {
 	local kind=$1 pair=$2 nsa=$3 deva=$4 nsb=$5 devb=$6 a b
-	if [ "$kind" = veth ]; then
+	if [ "$kind" = veth ] && [ "$pair" != 0 ] && [ "$TOPO_EGRESS_TXQ" -gt 1 ]; then
+		ip link add "$deva" netns "$nsa" numtxqueues "$TOPO_EGRESS_TXQ" \
+			numrxqueues "$TOPO_EGRESS_TXQ" type veth peer name "$devb" netns "$nsb" \
+			numtxqueues "$TOPO_EGRESS_TXQ" numrxqueues "$TOPO_EGRESS_TXQ"
+	elif [ "$kind" = veth ]; then
 		ip link add "$deva" netns "$nsa" type veth peer name "$devb" netns "$nsb"
 	else
 		a=$(tools/vm/nic "$pair" 1)
