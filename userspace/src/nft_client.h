@@ -103,7 +103,7 @@ inline std::string text_or_empty(const char* text) {
 }
 
 // Reads nftables objects with libnftnl dumps. Changes go through
-// libnftables instead (cmd_nft.cpp), so that nft's parser, evaluator and
+// libnftables instead (nft_commands.h), so that nft's parser, evaluator and
 // error messages apply; reading stays here because a dump is one request
 // per object type and carries what nft's listings leave out (use counts,
 // flag bits, the expressions of a rule as the kernel holds them). The one

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: GPL-2.0
+// flowbulk flowtable: add (hook early_ingress included), delete and list flowtables.
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <ostream>
+
+#include "commands.h"
+#include "deferred_signals.h"
+#include "error.h"
+#include "names.h"
+#include "nfb_client.h"
+#include "nft_client.h"
+#include "nft_commands.h"
+#include "text_table.h"
+
+namespace flowbulk {
+
+namespace {
+
+// The command that creates the flowtable (exclusively: an existing one is
+// an error). nft 1.0.6 has no one form for everything: its syntax takes
+// priority expressions and `counter` but only names that are nft tokens
+// and not nft keywords (`flow`, `table`, `counter`, `ip`: a syntax error
+// about a command the user never typed); its JSON takes any name but only
+// a number as priority, and drops flags. So JSON whenever it can say it
+// all, nft syntax only for a priority expression or counter.
+std::string flowtable_create_command(const FlowtableSpec& spec, const std::string& priority,
+                                     const std::string& context) {
+  const std::optional<int32_t> number = priority_number(priority);
+  if ((!number || spec.counter) && nft_syntax_name(spec.ref.table) &&
+      nft_syntax_name(spec.ref.flowtable)) {
+    std::string devices;
+    for (const std::string& device : spec.devices) {
+      if (device.find('"') != std::string::npos) {
+        std::string message = context;
+        message += ": nft cannot quote the device name ";
+        message += device;
+        throw UsageError(message);
+      }
+      devices += devices.empty() ? "\"" : ", \"";
+      devices += device;
+      devices += '"';
+    }
+    return "create flowtable " + family_name(spec.ref.family) + " " + spec.ref.table + " " +
+           spec.ref.flowtable + " { hook ingress priority " + priority + "; devices = { " +
+           devices + " }; " + (spec.counter ? "counter; " : "") + "}";
+  }
+  if (!number || spec.counter) {
+    throw UsageError(context +
+                     ": nft can write this table or flowtable name only as JSON, which takes "
+                     "neither a priority expression nor counter for a flowtable; give the "
+                     "priority as a number (filter is 0) and leave out counter");
+  }
+  Json flowtable = nft_object(spec.ref.family, spec.ref.table);
+  flowtable["name"] = spec.ref.flowtable;
+  flowtable["hook"] = "ingress";
+  flowtable["prio"] = *number;
+  flowtable["dev"] = spec.devices;
+  return nft_document(Json::array({nft_command("create", "flowtable", flowtable)}), context);
+}
+
+Json flowtable_delete_commands(const FlowtableRef& ref) {
+  Json flowtable = nft_object(ref.family, ref.table);
+  flowtable["name"] = ref.flowtable;
+  return Json::array({nft_command("delete", "flowtable", flowtable)});
+}
+
+void flowtable_add(Invocation& invocation, Arguments& arguments) {
+  FlowtableSpec spec;
+  spec.ref = parse_flowtable_ref(arguments);
+  std::optional<std::string> hook;
+  std::optional<std::string> priority;
+  std::optional<std::vector<std::string>> devices;
+  bool counter = false;
+  while (!arguments.empty()) {
+    const std::string keyword =
+        match_keyword(arguments.take("keyword"), {"hook", "priority", "devices", "counter"},
+                      "flowtable option", "flowtable");
+    auto once = [&keyword](bool already) {
+      if (already) {
+        throw UsageError("\"" + keyword + "\" given twice");
+      }
+    };
+    if (keyword == "hook") {
+      once(hook.has_value());
+      hook = match_keyword(arguments.take("HOOK (ingress or early_ingress)"),
+                           {"ingress", "early_ingress"}, "hook", "flowtable");
+    } else if (keyword == "priority") {
+      once(priority.has_value());
+      priority = take_priority(arguments);
+    } else if (keyword == "devices") {
+      once(devices.has_value());
+      devices = parse_devices(arguments.take("DEV[,DEV...]"), invocation.env);
+    } else {
+      once(counter);
+      counter = true;
+    }
+  }
+  if (!hook) {
+    throw UsageError(
+        "missing \"hook ingress\" or \"hook early_ingress\"; try \"flowbulk "
+        "flowtable help\"");
+  }
+  if (!devices) {
+    throw UsageError("missing \"devices DEV[,DEV...]\"; try \"flowbulk flowtable help\"");
+  }
+  const bool early = *hook == "early_ingress";
+  spec.devices = std::move(*devices);
+  spec.counter = counter;
+
+  const std::string context = "cannot add flowtable " + spec.ref.to_string();
+  const std::string command = flowtable_create_command(spec, priority.value_or("0"), context);
+  std::optional<NfbClient> module;
+  if (early) {
+    // Before creating anything: without the module, early_ingress cannot be
+    // honoured, and a plain ingress flowtable left behind would be a
+    // half-applied command.
+    try {
+      module.emplace(invocation.env.transports.open(NETLINK_GENERIC));
+      module->family_id();
+    } catch (const Error& error) {
+      fail_with_context(error, context + " with hook early_ingress");
+    }
+  }
+  // From the create to the attach, or to the removal after a failed one:
+  // an interrupt here would leave a plain ingress flowtable behind.
+  std::optional<DeferredSignals> hold;
+  if (early) {
+    hold.emplace();
+  }
+  const RulesetEngine::Result created =
+      invocation.env.make_ruleset_engine()->run_commands(command, true);
+  if (!created.ok) {
+    std::string errors = created.errors;
+    if (command.front() != '{' && errors.find("syntax error") != std::string::npos) {
+      // The names passed nft_syntax_name(); nft rejects them only as
+      // keywords, which it does not list.
+      errors +=
+          "\nnft's syntax cannot write a table or flowtable name that is one of its keywords; "
+          "with a numeric priority (filter is 0) and without counter flowbulk writes the names "
+          "as JSON, which can";
+    }
+    fail_nft(context, errors);
+  }
+  if (early) {
+    try {
+      try {
+        module->attach(spec.ref);
+      } catch (const KernelError& error) {
+        // Already attached is the state asked for, as with -f: attachments
+        // outlive their table and follow the flowtable when it comes back
+        // (a table deleted and made again by a boot script run twice).
+        if (error.sys_errno() != EEXIST) {
+          throw;
+        }
+      }
+    } catch (const Error& error) {
+      // Undo the flowtable so the command has no effect at all. By name:
+      // libnftables 1.0.6 echoes no flowtable handle, and the name is ours
+      // since the create was exclusive.
+      RulesetEngine::Result undone = invocation.env.make_ruleset_engine()->run_commands(
+          nft_document(flowtable_delete_commands(spec.ref), context), true);
+      if (!undone.ok) {
+        fail_with_context(error, context +
+                                     " with hook early_ingress: attach failed and the "
+                                     "flowtable created at ingress could not be removed");
+      }
+      fail_with_context(error, context +
+                                   " with hook early_ingress: attach failed, flowtable "
+                                   "removed again");
+    }
+  }
+  emit_done(invocation);
+}
+
+void flowtable_delete(Invocation& invocation, Arguments& arguments) {
+  const FlowtableRef ref = parse_flowtable_ref(arguments);
+  arguments.expect_end();
+  run_nft(invocation, flowtable_delete_commands(ref), "cannot delete flowtable " + ref.to_string());
+  detach_quietly(invocation, ref);
+  emit_done(invocation);
+}
+
+void flowtable_list(Invocation& invocation, Arguments& arguments) {
+  const std::optional<uint8_t> family = optional_family(arguments);
+  std::optional<std::string> table;
+  if (!arguments.empty()) {
+    table = arguments.take("TABLE");
+  }
+  arguments.expect_end();
+  std::vector<NftnlFlowtablePtr> flowtables;
+  try {
+    flowtables = open_nft(invocation).list_flowtables(family);
+  } catch (const Error& error) {
+    fail_with_context(error, "cannot list flowtables");
+  }
+  std::erase_if(flowtables, [&table](const NftnlFlowtablePtr& flowtable) {
+    return table &&
+           *table != text_or_empty(nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_TABLE));
+  });
+  auto devices_of = [](const nftnl_flowtable* flowtable) {
+    std::vector<std::string> devices;
+    if (nftnl_flowtable_is_set(flowtable, NFTNL_FLOWTABLE_DEVICES)) {
+      const char* const* names = nftnl_flowtable_get_array(flowtable, NFTNL_FLOWTABLE_DEVICES);
+      for (size_t i = 0; names != nullptr && names[i] != nullptr; ++i) {
+        devices.emplace_back(names[i]);
+      }
+    }
+    return devices;
+  };
+  auto flags_of = [](const nftnl_flowtable* flowtable) {
+    std::vector<std::string> flags;
+    const uint32_t bits = nftnl_flowtable_is_set(flowtable, NFTNL_FLOWTABLE_FLAGS)
+                              ? nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_FLAGS)
+                              : 0;
+    if ((bits & NFT_FLOWTABLE_HW_OFFLOAD) != 0) {
+      flags.emplace_back("offload");
+    }
+    if ((bits & NFT_FLOWTABLE_COUNTER) != 0) {
+      flags.emplace_back("counter");
+    }
+    return flags;
+  };
+  if (invocation.options.json) {
+    Json list = Json::array();
+    for (const auto& owned : flowtables) {
+      const nftnl_flowtable* flowtable = owned.get();
+      list.push_back(Json{
+          {"family", family_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_FAMILY))},
+          {"table", text_or_empty(nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_TABLE))},
+          {"name", text_or_empty(nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_NAME))},
+          {"handle", nftnl_flowtable_get_u64(flowtable, NFTNL_FLOWTABLE_HANDLE)},
+          {"hook", netdev_hook_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_HOOKNUM))},
+          {"prio", nftnl_flowtable_get_s32(flowtable, NFTNL_FLOWTABLE_PRIO)},
+          {"devices", devices_of(flowtable)},
+          {"flags", flags_of(flowtable)},
+          {"use", nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_USE)},
+      });
+    }
+    emit_json(invocation, Json{{"flowtables", list}});
+    return;
+  }
+  TextTable text({{"FAMILY"},
+                  {"TABLE"},
+                  {"NAME"},
+                  {"HOOK"},
+                  {"PRIORITY", TextTable::Align::kRight},
+                  {"DEVICES"},
+                  {"FLAGS"},
+                  {"HANDLE", TextTable::Align::kRight}});
+  auto join = [](const std::vector<std::string>& words) {
+    std::string joined;
+    for (const std::string& word : words) {
+      joined += (joined.empty() ? "" : ",") + word;
+    }
+    return joined.empty() ? std::string("-") : joined;
+  };
+  for (const auto& owned : flowtables) {
+    const nftnl_flowtable* flowtable = owned.get();
+    text.add_row({family_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_FAMILY)),
+                  text_or_empty(nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_TABLE)),
+                  text_or_empty(nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_NAME)),
+                  netdev_hook_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_HOOKNUM)),
+                  std::to_string(nftnl_flowtable_get_s32(flowtable, NFTNL_FLOWTABLE_PRIO)),
+                  join(devices_of(flowtable)), join(flags_of(flowtable)),
+                  std::to_string(nftnl_flowtable_get_u64(flowtable, NFTNL_FLOWTABLE_HANDLE))});
+  }
+  if (!text.empty()) {
+    text.print(invocation.env.out);
+  }
+}
+
+}  // namespace
+
+const char* flowtable_usage() {
+  return "Usage: flowbulk flowtable add FAMILY TABLE NAME hook { ingress | early_ingress }\n"
+         "                              [ priority PRIORITY ] devices DEV[,DEV...] [ counter ]\n"
+         "       flowbulk flowtable delete FAMILY TABLE NAME\n"
+         "       flowbulk flowtable list [ FAMILY [ TABLE ] ]\n"
+         "FAMILY := { ip | ip6 | inet }\n"
+         "PRIORITY := nft's flowtable priority: N, filter, filter + N, filter - N\n"
+         "hook early_ingress creates the flowtable at ingress and attaches nf_flow_bulk to it.\n";
+}
+
+void do_flowtable(Invocation& invocation, Arguments& arguments) {
+  dispatch_object(invocation, arguments,
+                  ObjectCommands{"flowtable", flowtable_add, flowtable_delete, flowtable_list,
+                                 flowtable_usage});
+}
+
+}  // namespace flowbulk

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: GPL-2.0
+// flowbulk offload: the forward-chain rules that offload flows to a flowtable.
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <ostream>
+
+#include "commands.h"
+#include "error.h"
+#include "names.h"
+#include "nfb_client.h"
+#include "nft_client.h"
+#include "nft_commands.h"
+#include "offload_plan.h"
+#include "text_table.h"
+
+namespace flowbulk {
+
+namespace {
+
+std::string protocol_name(uint8_t protocol) {
+  return protocol == IPPROTO_TCP   ? "tcp"
+         : protocol == IPPROTO_UDP ? "udp"
+                                   : std::to_string(protocol);
+}
+
+uint64_t parse_handle(const std::string& word) {
+  // Digits only: strtoull would take " 5", "+5" and "-1".
+  if (word.empty() || word.size() > 20 ||
+      !std::all_of(word.begin(), word.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    throw UsageError("invalid handle \"" + word + "\": a rule handle (see \"nft -a list chain\")");
+  }
+  errno = 0;
+  const unsigned long long value = std::strtoull(word.c_str(), nullptr, 10);
+  if (errno == ERANGE || value == 0) {
+    throw UsageError("invalid handle \"" + word + "\"");
+  }
+  return value;
+}
+
+// What an offload rule offloads: "tcp", "udp" (a number for another
+// protocol), "tcp,udp" for a set of them, "all" when it matches nothing
+// before `flow add`, "other" when it matches something else.
+std::string offload_proto_text(const OffloadRule& rule) {
+  switch (rule.match) {
+    case OffloadMatch::kAll:
+      return "all";
+    case OffloadMatch::kOther:
+      return "other";
+    case OffloadMatch::kProtocols:
+      break;
+  }
+  std::string text;
+  for (uint8_t protocol : rule.protocols) {
+    text += (text.empty() ? "" : ",") + protocol_name(protocol);
+  }
+  return text;
+}
+
+Json offload_rule_json(const OffloadRule& rule) {
+  return Json{{"family", family_name(rule.family)},
+              {"table", rule.table},
+              {"chain", rule.chain},
+              {"handle", rule.handle},
+              {"flowtable", rule.flowtable},
+              {"proto", offload_proto_text(rule)},
+              {"counter", rule.counter}};
+}
+
+// The rule as nft writes it, as far as flowbulk reads it.
+std::string offload_rule_text(const OffloadRule& rule) {
+  std::string match;
+  if (rule.match == OffloadMatch::kOther) {
+    match = "... ";
+  } else if (rule.match == OffloadMatch::kProtocols && rule.protocols.size() == 1) {
+    match = "meta l4proto " + protocol_name(rule.protocols[0]) + " ";
+  } else if (rule.match == OffloadMatch::kProtocols) {
+    std::string names;
+    for (uint8_t protocol : rule.protocols) {
+      names += (names.empty() ? "" : ", ") + protocol_name(protocol);
+    }
+    match = "meta l4proto { " + names + " } ";
+  }
+  return match + (rule.counter ? "counter " : "") + "flow add @" + rule.flowtable + " (handle " +
+         std::to_string(rule.handle) + ")";
+}
+
+// `proto`, `counter`, `chain`, `position` after FAMILY TABLE FLOWTABLE.
+OffloadSpec parse_offload_spec(Arguments& arguments, bool adding) {
+  OffloadSpec spec;
+  spec.flowtable = parse_flowtable_ref(arguments);
+  bool protocol_given = false;
+  bool chain_given = false;
+  bool position_given = false;
+  while (!arguments.empty()) {
+    const std::string keyword =
+        adding ? match_keyword(arguments.take("keyword"), {"proto", "counter", "chain", "position"},
+                               "offload option", "offload")
+               : match_keyword(arguments.take("keyword"), {"proto", "chain"}, "offload option",
+                               "offload");
+    auto once = [&keyword](bool& given) {
+      if (given) {
+        throw UsageError("\"" + keyword + "\" given twice");
+      }
+      given = true;
+    };
+    if (keyword == "proto") {
+      once(protocol_given);
+      const std::string protocol = match_keyword(arguments.take("PROTO (tcp, udp or all)"),
+                                                 {"tcp", "udp", "all"}, "protocol", "offload");
+      spec.protocol = protocol == "tcp"   ? OffloadProtocol::kTcp
+                      : protocol == "udp" ? OffloadProtocol::kUdp
+                                          : OffloadProtocol::kAll;
+    } else if (keyword == "chain") {
+      once(chain_given);
+      spec.chain = arguments.take("CHAIN");
+      validate_name(spec.chain, "chain");
+    } else if (keyword == "position") {
+      once(position_given);
+      const std::string where =
+          match_keyword(arguments.take("POSITION (top, bottom, after HANDLE or before HANDLE)"),
+                        {"top", "bottom", "after", "before"}, "position", "offload");
+      if (where == "top") {
+        spec.position = RulePosition::kTop;
+      } else if (where == "bottom") {
+        spec.position = RulePosition::kBottom;
+      } else {
+        spec.position = where == "after" ? RulePosition::kAfter : RulePosition::kBefore;
+        spec.handle = parse_handle(arguments.take("HANDLE"));
+      }
+    } else {
+      if (spec.counter) {
+        throw UsageError("\"counter\" given twice");
+      }
+      spec.counter = true;
+    }
+  }
+  if (!adding && !chain_given) {
+    spec.chain.clear();  // delete: every chain of the table
+  }
+  return spec;
+}
+
+// `meta l4proto P [counter] flow add @FLOWTABLE`, as nft itself encodes
+// it (meta into register 1, cmp ==, counter, flow_offload).
+NftnlRulePtr offload_rule(const OffloadSpec& spec, uint8_t protocol) {
+  NftnlRulePtr rule(nftnl_rule_alloc());
+  if (!rule) {
+    throw Error("out of memory", ENOMEM);
+  }
+  const FlowtableRef& ref = spec.flowtable;
+  nftnl_rule_set_u32(rule.get(), NFTNL_RULE_FAMILY, ref.family);
+  nftnl_rule_set_str(rule.get(), NFTNL_RULE_TABLE, ref.table.c_str());
+  nftnl_rule_set_str(rule.get(), NFTNL_RULE_CHAIN, spec.chain.c_str());
+  if (spec.handle != 0) {
+    nftnl_rule_set_u64(rule.get(), NFTNL_RULE_POSITION, spec.handle);
+  }
+  auto add = [&rule](const char* name) {
+    nftnl_expr* expr = nftnl_expr_alloc(name);
+    if (expr == nullptr) {
+      throw Error("out of memory", ENOMEM);
+    }
+    nftnl_rule_add_expr(rule.get(), expr);  // the rule owns it from here
+    return expr;
+  };
+  nftnl_expr* meta = add("meta");
+  nftnl_expr_set_u32(meta, NFTNL_EXPR_META_KEY, NFT_META_L4PROTO);
+  nftnl_expr_set_u32(meta, NFTNL_EXPR_META_DREG, NFT_REG_1);
+  nftnl_expr* cmp = add("cmp");
+  nftnl_expr_set_u32(cmp, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
+  nftnl_expr_set_u32(cmp, NFTNL_EXPR_CMP_OP, NFT_CMP_EQ);
+  nftnl_expr_set(cmp, NFTNL_EXPR_CMP_DATA, &protocol, sizeof(protocol));
+  if (spec.counter) {
+    add("counter");
+  }
+  nftnl_expr* flow = add("flow_offload");
+  nftnl_expr_set_str(flow, NFTNL_EXPR_FLOW_TABLE_NAME, ref.flowtable.c_str());
+  return rule;
+}
+
+// The forward base chain offload add creates: type filter, priority filter
+// (0), no policy (the kernel's default accept).
+NftnlChainPtr forward_chain(const FlowtableRef& ref, const std::string& name) {
+  NftnlChainPtr chain(nftnl_chain_alloc());
+  if (!chain) {
+    throw Error("out of memory", ENOMEM);
+  }
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_FAMILY, ref.family);
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TABLE, ref.table.c_str());
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_NAME, name.c_str());
+  nftnl_chain_set_str(chain.get(), NFTNL_CHAIN_TYPE, "filter");
+  nftnl_chain_set_u32(chain.get(), NFTNL_CHAIN_HOOKNUM, NF_INET_FORWARD);
+  nftnl_chain_set_s32(chain.get(), NFTNL_CHAIN_PRIO, 0);
+  return chain;
+}
+
+// What offload add decides on, read from the kernel.
+OffloadView read_offload_view(NftClient& nft, const OffloadSpec& spec) {
+  const FlowtableRef& ref = spec.flowtable;
+  OffloadView view;
+  const auto flowtables = nft.list_flowtables(ref.family);
+  view.flowtable_exists =
+      std::any_of(flowtables.begin(), flowtables.end(), [&ref](const NftnlFlowtablePtr& found) {
+        return ref.table ==
+                   text_or_empty(nftnl_flowtable_get_str(found.get(), NFTNL_FLOWTABLE_TABLE)) &&
+               ref.flowtable ==
+                   text_or_empty(nftnl_flowtable_get_str(found.get(), NFTNL_FLOWTABLE_NAME));
+      });
+  if (!view.flowtable_exists) {
+    return view;
+  }
+  view.chain = nft.find_chain(ref.family, ref.table, spec.chain);
+  if (view.chain) {
+    if (spec.handle != 0) {
+      view.handles = nft.rule_handles(ref.family, ref.table, spec.chain);
+    }
+    view.rules = nft.list_offload_rules(ref.family, ref.table, spec.chain);
+  }
+  return view;
+}
+
+// Another writer committing between our reads and our write makes the
+// kernel refuse the write (ERESTART); we read again, this many times.
+constexpr int kGenerationAttempts = 10;
+
+// Never touches an existing chain: it is created (exclusively, with no
+// policy: the kernel's default accept) only when it does not exist. A
+// protocol that a rule of the chain already offloads to the flowtable
+// (`meta l4proto tcp`, `meta l4proto { tcp, udp }`, a bare `flow add`) is
+// left to that rule, not added again. The reads and the write are one
+// generation of the ruleset: two offload add runs at once add each rule
+// once, and a rule another writer puts next to the handle we place ours by
+// cannot come between.
+OffloadResult add_offload(NftClient& nft, const OffloadSpec& asked, const std::string& context) {
+  for (int attempt = 1;; ++attempt) {
+    try {
+      const uint32_t generation = nft.generation();
+      const OffloadPlan plan = plan_offload(asked, read_offload_view(nft, asked));
+      OffloadResult result{.chain_created = false, .added = {}, .present = plan.present};
+      if (plan.empty()) {
+        if (nft.generation() != generation && attempt < kGenerationAttempts) {
+          continue;  // the reads may straddle a change: read again
+        }
+        return result;  // nothing to change, and nothing sent
+      }
+      const OffloadSpec& spec = plan.spec;
+      NftWrite write;
+      if (plan.create_chain) {
+        write.chains.push_back(forward_chain(spec.flowtable, spec.chain));
+      }
+      for (uint8_t protocol : plan.send) {
+        write.rules.push_back({.rule = offload_rule(spec, protocol), .append = plan.append});
+      }
+      const std::vector<uint64_t> handles = nft.commit(write, generation);
+      result.chain_created = plan.create_chain;
+      for (size_t i = 0; i < plan.send.size(); ++i) {
+        result.added.push_back(OffloadRule{.family = spec.flowtable.family,
+                                           .table = spec.flowtable.table,
+                                           .chain = spec.chain,
+                                           .handle = i < handles.size() ? handles[i] : 0,
+                                           .flowtable = spec.flowtable.flowtable,
+                                           .match = OffloadMatch::kProtocols,
+                                           .protocols = {plan.send[i]},
+                                           .counter = spec.counter});
+      }
+      if (plan.reversed) {
+        std::reverse(result.added.begin(), result.added.end());  // chain order
+      }
+      return result;
+    } catch (const KernelError& error) {
+      if (error.sys_errno() == ERESTART && attempt < kGenerationAttempts) {
+        continue;
+      }
+      if (error.sys_errno() == ERESTART) {
+        fail_with_context(
+            Error("the ruleset changed under each of " + std::to_string(kGenerationAttempts) +
+                      " attempts; nothing was changed, try again",
+                  EAGAIN),
+            context);
+      }
+      fail_with_context(error, context);
+    } catch (const Error& error) {
+      fail_with_context(error, context);
+    }
+  }
+}
+
+void offload_add(Invocation& invocation, Arguments& arguments) {
+  const OffloadSpec spec = parse_offload_spec(arguments, true);
+  NftClient nft = open_nft(invocation);
+  std::string context = "cannot add offload rule for flowtable " + spec.flowtable.to_string() +
+                        " in chain " + spec.chain;
+  if (spec.handle != 0) {
+    context += std::string(spec.position == RulePosition::kAfter ? " after" : " before") +
+               " rule handle " + std::to_string(spec.handle);
+  }
+  const OffloadResult result = add_offload(nft, spec, context);
+  const bool changed = !result.added.empty() || result.chain_created;
+  if (invocation.options.json) {
+    Json added = Json::array();
+    for (const OffloadRule& rule : result.added) {
+      added.push_back(offload_rule_json(rule));
+    }
+    Json present = Json::array();
+    for (const OffloadRule& rule : result.present) {
+      present.push_back(offload_rule_json(rule));
+    }
+    emit_json(invocation, Json{{"changed", changed},
+                               {"chain_created", result.chain_created},
+                               {"added", added},
+                               {"present", present}});
+    return;
+  }
+  for (const OffloadRule& rule : result.present) {
+    invocation.env.out << "already in chain " << table_text(rule.family, rule.table) << " "
+                       << rule.chain << ": " << offload_rule_text(rule) << "\n";
+  }
+  if (!changed) {
+    invocation.env.out << "nothing changed\n";
+  }
+}
+
+void offload_list(Invocation& invocation, Arguments& arguments) {
+  const std::optional<uint8_t> family = optional_family(arguments);
+  std::string table;
+  if (!arguments.empty()) {
+    table = arguments.take("TABLE");
+  }
+  arguments.expect_end();
+  std::vector<OffloadRule> rules;
+  try {
+    rules = open_nft(invocation).list_offload_rules(family, table);
+  } catch (const Error& error) {
+    fail_with_context(error, "cannot list offload rules");
+  }
+  if (invocation.options.json) {
+    Json list = Json::array();
+    for (const OffloadRule& rule : rules) {
+      list.push_back(offload_rule_json(rule));
+    }
+    emit_json(invocation, Json{{"offloads", list}});
+    return;
+  }
+  TextTable text({{"FAMILY"},
+                  {"TABLE"},
+                  {"CHAIN"},
+                  {"PROTO"},
+                  {"FLOWTABLE"},
+                  {"COUNTER"},
+                  {"HANDLE", TextTable::Align::kRight}});
+  for (const OffloadRule& rule : rules) {
+    text.add_row({family_name(rule.family), rule.table, rule.chain, offload_proto_text(rule),
+                  rule.flowtable, rule.counter ? "yes" : "no", std::to_string(rule.handle)});
+  }
+  if (!text.empty()) {
+    text.print(invocation.env.out);
+  }
+}
+
+void offload_delete(Invocation& invocation, Arguments& arguments) {
+  const OffloadSpec spec = parse_offload_spec(arguments, false);
+  const FlowtableRef& ref = spec.flowtable;
+  const std::string context = "cannot delete offload rules of flowtable " + ref.to_string();
+  std::vector<OffloadRule> victims;
+  try {
+    NftClient nft = open_nft(invocation);
+    for (OffloadRule& rule : nft.list_offload_rules(ref.family, ref.table, spec.chain)) {
+      // Without a protocol, every rule that offloads to the flowtable;
+      // with one, the rules that offload only that protocol (not a set
+      // whose other protocols would go too).
+      const bool protocol_matches =
+          spec.protocol == OffloadProtocol::kAll ||
+          rule.is_only(spec.protocol == OffloadProtocol::kTcp ? IPPROTO_TCP : IPPROTO_UDP);
+      if (rule.flowtable == ref.flowtable && protocol_matches) {
+        victims.push_back(std::move(rule));
+      }
+    }
+  } catch (const Error& error) {
+    fail_with_context(error, context);
+  }
+  if (victims.empty()) {
+    throw Error(
+        context + ": " +
+            (spec.chain.empty() ? "table " + table_text(ref.family, ref.table)
+                                : "chain " + table_text(ref.family, ref.table) + " " + spec.chain) +
+            " has no offload rule for it",
+        ENOENT);
+  }
+  // By handle, in one transaction: exactly the rules listed above.
+  Json commands = Json::array();
+  for (const OffloadRule& rule : victims) {
+    Json target = nft_object(rule.family, rule.table);
+    target["chain"] = rule.chain;
+    target["handle"] = rule.handle;
+    commands.push_back(nft_command("delete", "rule", target));
+  }
+  run_nft(invocation, commands, context);
+  if (invocation.options.json) {
+    Json list = Json::array();
+    for (const OffloadRule& rule : victims) {
+      list.push_back(offload_rule_json(rule));
+    }
+    emit_json(invocation, Json{{"deleted", list}});
+  }
+}
+
+}  // namespace
+
+const char* offload_usage() {
+  return "Usage: flowbulk offload add FAMILY TABLE FLOWTABLE [ proto { tcp | udp | all } ]\n"
+         "                            [ counter ] [ chain NAME ]\n"
+         "                            [ position { top | bottom | after HANDLE | before HANDLE } "
+         "]\n"
+         "       flowbulk offload delete FAMILY TABLE FLOWTABLE [ proto { tcp | udp | all } ]\n"
+         "                               [ chain NAME ]\n"
+         "       flowbulk offload list [ FAMILY [ TABLE ] ]\n"
+         "add creates the chain NAME (default \"forward\": type filter hook forward priority\n"
+         "0) only if it does not exist, and never changes an existing chain's policy or\n"
+         "rules. It inserts `meta l4proto P [counter] flow add @FLOWTABLE` per protocol\n"
+         "that no rule of the chain offloads yet, at the top by default: offloaded flows\n"
+         "skip the chain's later rules.\n";
+}
+
+void do_offload(Invocation& invocation, Arguments& arguments) {
+  dispatch_object(
+      invocation, arguments,
+      ObjectCommands{"offload", offload_add, offload_delete, offload_list, offload_usage});
+}
+
+}  // namespace flowbulk

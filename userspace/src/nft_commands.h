@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+// What the table, flowtable and offload commands (cmd_table.cpp,
+// cmd_flowtable.cpp, cmd_offload.cpp) share. Changes go through
+// libnftables, as nft commands, so that nft's own parser, evaluator and
+// messages apply (names, priority expressions such as `filter + 10`, "did
+// you mean"); offload add is the exception: its check-then-write must name
+// the ruleset generation it read, which libnftables cannot carry, so it
+// writes through libnftnl (NftClient::commit). Reading stays on libnftnl
+// dumps (nft_client.h): one request per object type, with the kernel's
+// attributes that nft's listings leave out (use counts, flag bits), and no
+// ruleset cache to build.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli_support.h"
+#include "nft_client.h"
+
+namespace flowbulk {
+
+NftClient open_nft(Invocation& invocation);
+
+// "FAMILY NAME", as messages name a table.
+std::string table_text(uint8_t family, const std::string& name);
+
+// nft JSON names an object by JSON strings: whatever bytes the kernel
+// allows in a name (spaces, '@', a leading digit) reach it as they are, and
+// nothing in a name can be read as nft syntax.
+Json nft_object(uint8_t family, const std::string& table);
+
+// libnftables' message after CONTEXT. JSON commands have no source line,
+// so their "internal:0:0-0: " location is dropped; for nft syntax the
+// command and nft's carets under the culprit follow on the next lines.
+[[noreturn]] void fail_nft(const std::string& context, const std::string& errors);
+
+// Runs nft commands (nft syntax, or an nft JSON document) through
+// libnftables as one transaction; returns what libnftables echoed.
+std::string run_nft(Invocation& invocation, const std::string& commands,
+                    const std::string& context);
+// The same for nft JSON commands ({"nftables": COMMANDS}).
+std::string run_nft(Invocation& invocation, const Json& commands, const std::string& context);
+
+// {"nftables": [commands]} as text; a name that is not UTF-8 is a usage
+// error (libnftables reads JSON as UTF-8).
+std::string nft_document(const Json& commands, const std::string& context);
+
+// {VERB: {KIND: object}}
+Json nft_command(const char* verb, const char* kind, Json object);
+
+// Whether NAME can go into nft syntax as it is (one nft token).
+bool nft_syntax_name(std::string_view name);
+
+// The priority when it is a plain number (what nft's JSON takes).
+std::optional<int32_t> priority_number(const std::string& text);
+
+// The words after `priority` up to the next flowtable option, checked.
+std::string take_priority(Arguments& arguments);
+
+// DEV[,DEV...]: existing devices, each once.
+std::vector<std::string> parse_devices(const std::string& list, Environment& env);
+
+// An optional FAMILY word.
+std::optional<uint8_t> optional_family(Arguments& arguments);
+
+// The commands of one nft object (table, flowtable, offload).
+struct ObjectCommands {
+  const char* object;
+  void (*add)(Invocation&, Arguments&);
+  void (*remove)(Invocation&, Arguments&);
+  void (*list)(Invocation&, Arguments&);
+  const char* (*usage)();
+};
+
+// OBJECT add | delete | list | help, as the first word of ARGUMENTS says
+// (`OBJECT COMMAND help` is help too).
+void dispatch_object(Invocation& invocation, Arguments& arguments, const ObjectCommands& object);
+
+}  // namespace flowbulk
