@@ -13,6 +13,8 @@
 #   make bench-peers     the module against the stock alternatives (fraglist
 #                        GRO, UDP GRO forwarding, GRO off) and XDP, published
 #   make bench-xdp       the benchmark's XDP forwarder (BPF objects)
+#   make bench-setup     flow set-up: 5,000 new flows per second, stock and
+#                        the module (tools/bench/setup.sh)
 #   make setup           install what the build, tests and demo need (apt-get)
 #   make install         module into /lib/modules/KVER/updates (depmod), tool,
 #                        man page, completion, examples under PREFIX; DESTDIR
@@ -44,7 +46,7 @@ EXAMPLES := packaging/modprobe.d/nf_flow_bulk.conf \
 	packaging/sysctl.d/90-nf_flow_bulk.conf \
 	packaging/modules-load.d/nf_flow_bulk.conf
 
-.PHONY: all module bench-module bench-xdp modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
+.PHONY: all module bench-module bench-xdp bench-setup modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
 .PHONY: install uninstall install-module uninstall-module install-userspace uninstall-userspace
 .PHONY: dkms dkms-source dkms-uninstall
 
@@ -177,6 +179,9 @@ bench:
 
 bench-peers:
 	tools/bench/run --peers --boots 2 --jobs 2 --publish
+
+bench-setup:
+	tools/bench/run --setup
 
 setup:
 	tools/setup

@@ -31,9 +31,20 @@
  * page fragment with XDP_PACKET_HEADROOM (256) in front of it
  * (veth_convert_skb_to_xdp_buff()); a NIC's XDP never copies.
  *
+ * Flow set-up (tools/bench/setup.sh): with churn=1 the flows of each round
+ * move up by one, so that every round brings one new flow and retires the
+ * oldest: flow f of round r goes out as flow r + f (source port sport + r
+ * + f), each flow gets one packet per round for as many rounds as there
+ * are flows, and count / flows rounds bring that many new flows, plus the
+ * first round's. With gap=N the generator waits until N guest nanoseconds
+ * after the previous burst started before it sends the next (busy, counted
+ * as waiting and subtracted like window's): burst=flows and gap=200000
+ * give 5,000 new flows per second.
+ *
  * Control, from a process in the network namespace of the device:
  *   echo "gen dev=D dmac=M src=IP dst=IP [sport=N dport=N flows=N len=N
- *         burst=N count=N ttl=N tos=N window=N train=N headroom=N]"
+ *         burst=N count=N ttl=N tos=N window=N train=N headroom=N
+ *         churn=0|1 gap=N]"
  *     > /sys/kernel/debug/nfb_bench/ctl
  *   echo "sink dev=D [verify=1]" > ...;  echo "sink off" > ...;  echo reset > ...
  * The sink checks every packet's TTL (or hop limit) and IPv4 header
@@ -81,7 +92,7 @@ struct nfb_gen_params {
 		struct in6_addr v6;
 	} src, dst;
 	u16 sport, dport;
-	u32 flows, len, burst, ttl, tos, window, train, headroom;
+	u32 flows, len, burst, ttl, tos, window, train, headroom, churn, gap;
 	u64 count;
 };
 
@@ -441,7 +452,7 @@ static int nfb_gen_run(struct net *net, const struct nfb_gen_params *p)
 	struct sk_buff **burst;
 	struct net_device *dev;
 	u64 sent = 0, dropped = 0, round = 0, start, steps = 0, base = 0;
-	u64 step_cost = 0;
+	u64 step_cost = 0, next = 0;
 	u32 flow = 0, pos = 0, i, n;
 	int err = 0;
 
@@ -454,10 +465,10 @@ static int nfb_gen_run(struct net *net, const struct nfb_gen_params *p)
 		return -ENOMEM;
 	}
 
-	if (p->window) {
+	if (p->window || p->gap)
 		step_cost = nfb_wait_calibrate();
+	if (p->window)
 		base = nfb_sink_packets();
-	}
 	gen_lost = 0;
 	/*
 	 * The processes that started this run (ip netns exec, tee) and the
@@ -467,7 +478,15 @@ static int nfb_gen_run(struct net *net, const struct nfb_gen_params *p)
 	 */
 	rcu_barrier();
 	start = ktime_get_ns();
+	next = start;
 	while (sent + dropped < p->count) {
+		if (p->gap) {
+			while (ktime_get_ns() < next) {
+				nfb_wait_step();
+				steps++;
+			}
+			next += p->gap;
+		}
 		n = min_t(u64, p->burst, p->count - sent - dropped);
 		if (p->window &&
 		    !nfb_wait_in_flight(sent, base, p->window - n, &steps)) {
@@ -477,7 +496,8 @@ static int nfb_gen_run(struct net *net, const struct nfb_gen_params *p)
 		/* Build the burst first: it then arrives as a NIC would pass it. */
 		for (i = 0; i < n; i++) {
 			/* A flow's sequence numbers go up by one per packet. */
-			burst[i] = nfb_gen_build(dev, p, flow,
+			burst[i] = nfb_gen_build(dev, p,
+						 p->churn ? flow + round : flow,
 						 round * p->train + pos);
 			if (!burst[i]) {
 				err = -ENOMEM;
@@ -591,6 +611,10 @@ static int nfb_parse_gen(char *args, struct nfb_gen_params *p)
 			err = nfb_parse_u32(val, 0, 255, &p->tos);
 		} else if (!strcmp(tok, "window")) {
 			err = nfb_parse_u32(val, 0, 4096, &p->window);
+		} else if (!strcmp(tok, "churn")) {
+			err = nfb_parse_u32(val, 0, 1, &p->churn);
+		} else if (!strcmp(tok, "gap")) {
+			err = nfb_parse_u32(val, 0, NSEC_PER_SEC, &p->gap);
 		} else if (!strcmp(tok, "headroom")) {
 			err = nfb_parse_u32(val, 0, 1024, &p->headroom);
 		} else if (!strcmp(tok, "count")) {
@@ -606,6 +630,11 @@ static int nfb_parse_gen(char *args, struct nfb_gen_params *p)
 		     sizeof(struct udphdr) + sizeof(struct nfb_bench_payload))
 		return -EINVAL;
 	if ((u32)p->sport + p->flows - 1 > 65535)
+		return -EINVAL;
+	/* churn: the last round's flows reach sport + rounds + flows - 1. */
+	if (p->churn && (p->train != 1 ||
+			 p->sport + p->flows + div_u64(p->count, p->flows) > 65536 ||
+			 p->flows + div_u64(p->count, p->flows) > NFB_BENCH_MAX_FLOWS))
 		return -EINVAL;
 	if (p->window && p->window < p->burst)
 		return -EINVAL;
