@@ -192,24 +192,6 @@ xdp_attach() {
 		ip -n "$NS_SUNRISE" link set dev r0 xdpdrv obj "$repo/build/xdp/xdp_pass.o" sec xdp
 }
 
-# stack_forwarded: packets the routers' IP stacks forwarded (ip_forward():
-# Ip ForwDatagrams, Ip6OutForwDatagrams), summed over both routers; what
-# a flowtable or XDP forwards is not counted.
-stack_forwarded() {
-	local ns n=0 v
-	for ns in "$NS_WEST" "$NS_EAST"; do
-		if [ "$family" = 6 ]; then
-			v=$(in_ns "$ns" cat /proc/net/snmp6 | awk '$1 == "Ip6OutForwDatagrams" { print $2 }')
-		else
-			v=$(in_ns "$ns" cat /proc/net/snmp | awk '$1 == "Ip:" && !h {
-				for (i = 2; i <= NF; i++) if ($i == "ForwDatagrams") k = i; h = 1; next }
-				$1 == "Ip:" { print $k }')
-		fi
-		n=$((n + ${v:-0}))
-	done
-	echo "$n"
-}
-
 # egress_qdisc default|noqueue|fq_codel|mq on the routers' egress devices.
 egress_qdisc() {
 	local nd i n
@@ -244,10 +226,6 @@ module_counters() {
 		   (.fallbacks[] | {key: ("fallback_" + .reason), value: .packets})]
 		| from_entries)
 		| reduce .[] as $o ({}; reduce ($o | to_entries[]) as $e (.; .[$e.key] += $e.value))'
-}
-
-offloaded() { # offloaded NS: flows of this family in the flowtable
-	in_ns "$1" conntrack -L -f "ipv$family" 2>/dev/null | grep -c OFFLOAD || true
 }
 
 # measure_rep SINK_NS [TTL]: add one generator run to the point's totals.
@@ -359,7 +337,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		if [ "${config%-alt}" = bulk ]; then
 			read -r taken0 bulks0 < <(nfb_stats)
 		fi
-		[ -z "$sink_ns" ] || [ "$config" = drop-west ] || fwd0=$(stack_forwarded)
+		[ -z "$sink_ns" ] || [ "$config" = drop-west ] || fwd0=$(topo_stack_forwarded "$family")
 		# $reps runs; tools/bench/report.py takes the median of every
 		# run of every boot (virtio-net batching moves both ways).
 		local rep
@@ -371,15 +349,15 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		# The flows in the flowtables, right after the runs refreshed
 		# them (read after the warm-up, they could have left already).
 		if [ "$config" = stock ] || [ "${config%-alt}" = bulk ]; then
-			west_off=$(offloaded "$NS_WEST")
-			east_off=$(offloaded "$NS_EAST")
+			west_off=$(topo_offloaded "$NS_WEST" "$family")
+			east_off=$(topo_offloaded "$NS_EAST" "$family")
 		fi
 		[ "$link" = veth ] || kicks1=$(kicks)
 		if [ "${config%-alt}" = bulk ]; then
 			read -r taken1 bulks1 < <(nfb_stats)
 			mod1=$(module_counters)
 		fi
-		[ -z "$sink_ns" ] || [ "$config" = drop-west ] || fwd1=$(stack_forwarded)
+		[ -z "$sink_ns" ] || [ "$config" = drop-west ] || fwd1=$(topo_stack_forwarded "$family")
 	else
 		measure_rep "$sink_ns" "$ttl"
 	fi

@@ -55,22 +55,6 @@ bench_start
 source selftests/lib.sh
 nfb_load_module
 
-# stack_forwarded: what the routers' IP stacks forwarded so far (IPv4).
-stack_forwarded() {
-	local ns n=0 v
-	for ns in "$NS_WEST" "$NS_EAST"; do
-		v=$(in_ns "$ns" cat /proc/net/snmp | awk '$1 == "Ip:" && !h {
-			for (i = 2; i <= NF; i++) if ($i == "ForwDatagrams") k = i; h = 1; next }
-			$1 == "Ip:" { print $k }')
-		n=$((n + ${v:-0}))
-	done
-	echo "$n"
-}
-
-offloaded() { # offloaded NS: flows in its flowtable
-	in_ns "$1" conntrack -L -f ipv4 2>/dev/null | grep -c OFFLOAD || true
-}
-
 topo_create veth none
 topo_gro "$gro"
 in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST4" >/dev/null
@@ -86,14 +70,14 @@ for config in $configs; do
 	echo "sink dev=r0" | in_ns "$NS_SUNRISE" tee "$ctl" >/dev/null
 	runs=()
 	for ((rep = 0; rep < reps; rep++)); do
-		f0=$(stack_forwarded)
-		w0=$(offloaded "$NS_WEST") e0=$(offloaded "$NS_EAST")
+		f0=$(topo_stack_forwarded 4)
+		w0=$(topo_offloaded "$NS_WEST" 4) e0=$(topo_offloaded "$NS_EAST" 4)
 		echo reset >"$ctl"
 		echo "gen dev=s0 dmac=$dmac src=10.0.1.1 dst=$TOPO_DST4 sport=$sport flows=$active burst=$active count=$count churn=1 gap=$gap" |
 			in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
 		ctl_read
-		f1=$(stack_forwarded)
-		w1=$(offloaded "$NS_WEST") e1=$(offloaded "$NS_EAST")
+		f1=$(topo_stack_forwarded 4)
+		w1=$(topo_offloaded "$NS_WEST" 4) e1=$(topo_offloaded "$NS_EAST" 4)
 		runs+=("$(jq -cnM --argjson sent "${ctl_val[gen_sent]}" \
 			--argjson received "${ctl_val[sink_packets]:-0}" \
 			--argjson reordered "${ctl_val[sink_reordered]:-0}" \

@@ -367,6 +367,29 @@ topo_flowtable_add() {
 	done
 }
 
+# topo_stack_forwarded 4|6: packets the routers' IP stacks forwarded so far
+# (ip_forward(): Ip ForwDatagrams, Ip6OutForwDatagrams), summed over both
+# routers; what a flowtable or XDP forwards is not counted.
+topo_stack_forwarded() {
+	local ns n=0 v
+	for ns in "$NS_WEST" "$NS_EAST"; do
+		if [ "$1" = 6 ]; then
+			v=$(in_ns "$ns" cat /proc/net/snmp6 | awk '$1 == "Ip6OutForwDatagrams" { print $2 }')
+		else
+			v=$(in_ns "$ns" cat /proc/net/snmp | awk '$1 == "Ip:" && !h {
+				for (i = 2; i <= NF; i++) if ($i == "ForwDatagrams") k = i; h = 1; next }
+				$1 == "Ip:" { print $k }')
+		fi
+		n=$((n + ${v:-0}))
+	done
+	echo "$n"
+}
+
+# topo_offloaded NS 4|6: the flows of that family in NS's flowtable.
+topo_offloaded() {
+	in_ns "$1" conntrack -L -f "ipv$2" 2>/dev/null | grep -c OFFLOAD || true
+}
+
 # Delete what topo_flowtable_add made (flowbulk also detaches the module)
 # and the conntrack entries, so that the next configuration starts clean.
 topo_flowtable_del() {
