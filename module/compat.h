@@ -159,21 +159,40 @@ static inline void nfb_skb_set_sender_cpu(struct sk_buff *skb)
  * Kernels whose stock hook pushes the egress VLAN / PPPoE encapsulation
  * itself, on the real device (6.19 on: probed through the tuple's ifidx,
  * which came with the transmit on the real device the push needs,
- * b5964aac51e0). The module pushes none and its encapsulation handling
- * follows the 6.1 / 6.12 hook, so there it declines every flow with an
- * encapsulation on either side (decline "encap") and the stock hook
- * forwards them. The tunnel members of the same release (ab427db17885)
- * say nothing of the push: a kernel may backport one without the other.
+ * b5964aac51e0; the push itself, c653d5a78f34 and 18d27bed0880, changes
+ * no header). There the module does the same: a NEIGH flow leaves on the
+ * tuple's ifidx device, with the neighbour of its route's device, and
+ * every flow gets the other direction's encap[] pushed per packet at
+ * transmit (xmit.c, nfb_encap_push()). Elsewhere the route of a flow
+ * leaving through a VLAN or PPP device points at that device, which
+ * pushes; the module sends there and pushes nothing. The tunnel members
+ * of the same release (ab427db17885) say nothing of the push: a kernel
+ * may backport one without the other.
  */
 #ifdef NFB_HAVE_FLOW_XMIT_REAL_DEV
 static inline bool nfb_flowtable_pushes_encap(void)
 {
 	return true;
 }
+
+/* nf_flow_queue_xmit4(): a NEIGH flow's device, NULL once it is gone. */
+static inline struct net_device *
+nfb_neigh_out_dev(struct net *net, const struct flow_offload_tuple *tuple,
+		  struct dst_entry *dst)
+{
+	return dev_get_by_index_rcu(net, tuple->ifidx);
+}
 #else
 static inline bool nfb_flowtable_pushes_encap(void)
 {
 	return false;
+}
+
+static inline struct net_device *
+nfb_neigh_out_dev(struct net *net, const struct flow_offload_tuple *tuple,
+		  struct dst_entry *dst)
+{
+	return dst->dev;
 }
 #endif
 

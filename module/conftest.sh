@@ -56,7 +56,7 @@ EOF
 # Not a feature: the kernels the module is proven on (compat.h,
 # NFB_KERNEL_PROVEN): the whole selftest suite passes on 6.1 and 6.12. It
 # passes on 7.3 too (make check runs it there), but Debian's 7.3 is a
-# release candidate and the module leaves 7.x's encapsulated flows to the
+# release candidate and the module leaves 7.x's tunnelled flows to the
 # stock hook (Documentation/kernels.rst).
 probe KERNEL_PROVEN "$@" <<'EOF' &
 #include <linux/version.h>
@@ -107,7 +107,7 @@ EOF
 # stock hook transmits a NEIGH flow on the real device behind its VLAN /
 # PPPoE device (flow_offload_tuple.ifidx), and the next two commits of the
 # series (c653d5a78f34, 18d27bed0880) push the flow's VLAN / PPPoE header
-# there, inline, which the module does not do (compat.h). The push itself
+# there, inline; the module then does the same (compat.h). The push itself
 # is in nf_flow_table_ip.c, out of a probe's reach; this member is the
 # header change it cannot come without.
 probe FLOW_XMIT_REAL_DEV "$@" <<'EOF' &

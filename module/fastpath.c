@@ -24,7 +24,9 @@
  * or PPP device points at that device (FLOW_OFFLOAD_XMIT_NEIGH), which
  * pushes it, and a FLOW_OFFLOAD_XMIT_DIRECT flow (bridge) sends the cached
  * Ethernet header on its cached output device, as nf_flow_queue_xmit()
- * does.
+ * does. From 6.19 the stock hook receives the same way but transmits on
+ * the real device and pushes the encapsulation itself: so does the module
+ * there (compat.h, nfb_flowtable_pushes_encap(); xmit.c).
  */
 #include <linux/etherdevice.h>
 #include <linux/hash.h>
@@ -246,9 +248,11 @@ static void nfb_tuple_encap(const struct sk_buff *skb,
 /*
  * Remove the receive encapsulation, as nf_flow_encap_pop() does: the tag
  * in vlan_tci, then the in-packet layer, after which the network header
- * is the IP header. nf_flow_encap_pop() pops the flow's encap_num layers;
- * the lookup matched encap[] entry by entry and no layer has a zero
- * protocol, so that is the number of layers @rx found.
+ * is the IP header. nf_flow_encap_pop() pops the flow's encap_num
+ * layers; the lookup matched encap[] entry by entry and no layer has a
+ * zero protocol, so that is the number of layers @rx found. The pull keeps
+ * a CHECKSUM_COMPLETE sum right, as the 6.19 hook's does (6.1 and 6.12
+ * left it covering the popped bytes).
  */
 static void nfb_encap_pop(struct sk_buff *skb, const struct nfb_rx *rx)
 {
@@ -259,13 +263,13 @@ static void nfb_encap_pop(struct sk_buff *skb, const struct nfb_rx *rx)
 	switch (skb->protocol) {
 	case htons(ETH_P_8021Q):
 		vhdr = (struct vlan_hdr *)skb->data;
-		__skb_pull(skb, VLAN_HLEN);
+		skb_pull_rcsum(skb, VLAN_HLEN);
 		vlan_set_encap_proto(skb, vhdr);
 		skb_reset_network_header(skb);
 		break;
 	case htons(ETH_P_PPP_SES):
 		skb->protocol = rx->proto;
-		__skb_pull(skb, PPPOE_SES_HLEN);
+		skb_pull_rcsum(skb, PPPOE_SES_HLEN);
 		skb_reset_network_header(skb);
 		break;
 	}
@@ -273,9 +277,11 @@ static void nfb_encap_pop(struct sk_buff *skb, const struct nfb_rx *rx)
 
 /*
  * The output device of a flow, referenced by the caller before the hook
- * returns: the route's for FLOW_OFFLOAD_XMIT_NEIGH (@dst, referenced by
- * the caller's dst_hold_safe()), the cached one for
- * FLOW_OFFLOAD_XMIT_DIRECT, looked up as nf_flow_queue_xmit() does.
+ * returns: for FLOW_OFFLOAD_XMIT_NEIGH the route's (@dst, referenced by
+ * the caller's dst_hold_safe()), or from 6.19 the real device behind it
+ * (nfb_neigh_out_dev()), the cached one for FLOW_OFFLOAD_XMIT_DIRECT,
+ * looked up as nf_flow_queue_xmit() does. A device that is gone is a
+ * "direct_dev" decline either way.
  */
 struct nfb_out {
 	struct net_device	*dev;
@@ -328,17 +334,25 @@ static bool nfb_exceeds_mtu(const struct sk_buff *skb, unsigned int mtu)
 
 /*
  * Flows whose encapsulation the stock hook of this kernel handles in a way
- * the module does not (compat.h): a tunnel in either direction (6.19 on),
- * and where the stock hook pushes VLAN / PPPoE itself, any encapsulation.
+ * the module does not (compat.h): a tunnel in either direction (6.19 on).
+ * And where the stock hook pushes VLAN / PPPoE itself, a GSO packet that
+ * gets more than the one tag skb->vlan_tci carries: the stock hook cuts
+ * one under PPPoE into segments first (needs_gso_segment), and a header
+ * pushed into a GSO packet would have to be repeated per segment.
  */
 static __always_inline bool
 nfb_encap_left_to_stock(const struct flow_offload *flow,
-			enum flow_offload_tuple_dir dir, const struct nfb_rx *rx)
+			enum flow_offload_tuple_dir dir,
+			const struct sk_buff *skb)
 {
+	const struct flow_offload_tuple *other = &flow->tuplehash[!dir].tuple;
+
 	if (unlikely(nfb_flow_tunnelled(flow)))
 		return true;
-	return nfb_flowtable_pushes_encap() &&
-	       (rx->layers || flow->tuplehash[!dir].tuple.encap_num);
+	return nfb_flowtable_pushes_encap() && unlikely(skb_is_gso(skb)) &&
+	       other->encap_num &&
+	       (other->encap_num > 1 ||
+		other->encap[0].proto == htons(ETH_P_PPP_SES));
 }
 
 /* The stock hook's own decision for these (see nfb_flow_closing()). */
@@ -783,7 +797,7 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 	/* Not implemented here: the stock hook handles these. */
 	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
 		return NFB_DECLINE_HW_OFFLOAD;
-	if (nfb_encap_left_to_stock(flow, dir, rx))
+	if (nfb_encap_left_to_stock(flow, dir, skb))
 		return NFB_DECLINE_ENCAP;
 	rt = NULL;
 	switch (tuplehash->tuple.xmit_type) {
@@ -791,6 +805,10 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 		rt = (struct rtable *)tuplehash->tuple.dst_cache;
 		if (unlikely(rt->rt_gw_family == AF_INET6))
 			return NFB_DECLINE_XMIT_TYPE;
+		out.dev = nfb_neigh_out_dev(state->net, &tuplehash->tuple,
+					    &rt->dst);
+		if (unlikely(!out.dev))
+			return NFB_DECLINE_DIRECT_DEV;
 		break;
 	case FLOW_OFFLOAD_XMIT_DIRECT:
 		ret = nfb_direct_out(state, &tuplehash->tuple, &out);
@@ -841,7 +859,6 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 	if (rt) {
 		nexthop = rt_nexthop(rt,
 				     flow->tuplehash[!dir].tuple.src_v4.s_addr);
-		out.dev = rt->dst.dev;
 		out.dst = &rt->dst;
 		out.xmit = NFB_XMIT_NEIGH;
 		nfb_prepare(skb, nn, &out, flow, dir);
@@ -924,12 +941,16 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 
 	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
 		return NFB_DECLINE_HW_OFFLOAD;
-	if (nfb_encap_left_to_stock(flow, dir, rx))
+	if (nfb_encap_left_to_stock(flow, dir, skb))
 		return NFB_DECLINE_ENCAP;
 	rt = NULL;
 	switch (tuplehash->tuple.xmit_type) {
 	case FLOW_OFFLOAD_XMIT_NEIGH:
 		rt = dst_rt6_info(tuplehash->tuple.dst_cache);
+		out.dev = nfb_neigh_out_dev(state->net, &tuplehash->tuple,
+					    &rt->dst);
+		if (unlikely(!out.dev))
+			return NFB_DECLINE_DIRECT_DEV;
 		break;
 	case FLOW_OFFLOAD_XMIT_DIRECT:
 		ret = nfb_direct_out(state, &tuplehash->tuple, &out);
@@ -977,7 +998,6 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 
 	if (rt) {
 		nexthop = rt6_nexthop(rt, &flow->tuplehash[!dir].tuple.src_v6);
-		out.dev = rt->dst.dev;
 		out.dst = &rt->dst;
 		out.xmit = NFB_XMIT_NEIGH;
 		nfb_prepare(skb, nn, &out, flow, dir);

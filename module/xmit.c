@@ -18,10 +18,12 @@
 #include <linux/cpu.h>
 #include <linux/etherdevice.h>
 #include <linux/if_ether.h>
+#include <linux/if_pppox.h>
 #include <linux/if_vlan.h>
 #include <linux/log2.h>
 #include <linux/moduleparam.h>
 #include <linux/netdevice.h>
+#include <linux/ppp_defs.h>
 #include <net/arp.h>
 #include <net/ipv6.h>
 #include <net/ndisc.h>
@@ -237,13 +239,117 @@ static int nfb_push_l2(struct sk_buff *skb, struct net_device *dev,
 	return 0;
 }
 
-/* Slow neighbour: exactly what the stock flowtable does, per packet. */
+/*
+ * 6.19 on (nfb_flowtable_pushes_encap()): the flow's transmit
+ * encapsulation, the other direction's encap[] (outermost first, as it
+ * arrives), pushed innermost first as nf_flow_encap_push() does: a PPPoE
+ * session header into the packet (nf_flow_pppoe_push()), a tag into
+ * skb->vlan_tci, the one already there moved into the packet first
+ * (nf_flow_vlan_push()). The skb's data is at its network header, and the
+ * network header ends up at the outermost header pushed into the packet,
+ * where nfb_push_l2() puts the link-layer header. @hh_len: the headroom
+ * that header needs.
+ */
+static int nfb_encap_push(struct sk_buff *skb, const struct nfb_cb *cb,
+			  unsigned int hh_len)
+{
+	struct vlan_hdr *vhdr;
+	struct pppoe_hdr *ph;
+	__be16 ppp_proto;
+	int i;
+
+	__skb_pull(skb, skb_network_offset(skb));
+	for (i = NF_FLOW_TABLE_ENCAP_MAX - 1; i >= 0; i--) {
+		switch (cb->encap[i].proto) {
+		case htons(ETH_P_8021Q):
+		case htons(ETH_P_8021AD):
+			if (skb_vlan_tag_present(skb)) {
+				if (skb_cow_head(skb, hh_len + VLAN_HLEN))
+					return NFB_DROP_NOMEM;
+				vhdr = skb_push(skb, VLAN_HLEN);
+				skb_reset_network_header(skb);
+				vhdr->h_vlan_TCI = htons(skb_vlan_tag_get(skb));
+				vhdr->h_vlan_encapsulated_proto = skb->protocol;
+				skb->protocol = skb->vlan_proto;
+				skb_postpush_rcsum(skb, vhdr, VLAN_HLEN);
+			}
+			__vlan_hwaccel_put_tag(skb, cb->encap[i].proto,
+					       cb->encap[i].id);
+			break;
+		case htons(ETH_P_PPP_SES):
+			switch (skb->protocol) {
+			case htons(ETH_P_IP):
+				ppp_proto = htons(PPP_IP);
+				break;
+			case htons(ETH_P_IPV6):
+				ppp_proto = htons(PPP_IPV6);
+				break;
+			default:	/* inside a tag: no path builds that */
+				return NFB_DROP_HEADER;
+			}
+			if (skb_cow_head(skb, hh_len + PPPOE_SES_HLEN))
+				return NFB_DROP_NOMEM;
+			ph = skb_push(skb, PPPOE_SES_HLEN);
+			skb_reset_network_header(skb);
+			ph->ver = 1;
+			ph->type = 1;
+			ph->code = 0;
+			ph->sid = htons(cb->encap[i].id);
+			/* The PPP protocol field counts, the header does not. */
+			ph->length = htons(skb->len - sizeof(*ph));
+			*(__be16 *)(ph + 1) = ppp_proto;
+			skb->protocol = htons(ETH_P_PPP_SES);
+			break;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The link-layer protocol of a packet once nfb_encap_push() has pushed
+ * @cb's encapsulation on it: the same for a whole bulk, whose packets share
+ * their encapsulation and their network protocol @proto.
+ */
+static __be16 nfb_encap_ethertype(const struct nfb_cb *cb, __be16 proto)
+{
+	__be16 tag = 0;
+	int i;
+
+	for (i = NF_FLOW_TABLE_ENCAP_MAX - 1; i >= 0; i--) {
+		switch (cb->encap[i].proto) {
+		case htons(ETH_P_8021Q):
+		case htons(ETH_P_8021AD):
+			if (tag)
+				proto = tag;
+			tag = cb->encap[i].proto;
+			break;
+		case htons(ETH_P_PPP_SES):
+			proto = htons(ETH_P_PPP_SES);
+			break;
+		}
+	}
+	return proto;
+}
+
+static bool nfb_pushes_encap(const struct nfb_cb *cb)
+{
+	return nfb_flowtable_pushes_encap() && cb->encap[0].proto;
+}
+
+/*
+ * Slow neighbour: exactly what the stock flowtable of 6.1 and 6.12 does,
+ * per packet, on the route's device. From 6.19 the packet was to leave on
+ * the real device behind it with the encapsulation pushed here; sent
+ * through the route's device (a VLAN device, say) instead, it gets that
+ * device's own encapsulation, the same.
+ */
 static void nfb_neigh_xmit(struct sk_buff *skb, struct nfb_net *nn,
 			   __be16 proto)
 {
 	struct nfb_cb cb = *NFB_CB(skb);
 
 	memset(skb->cb, 0, sizeof(skb->cb));
+	skb->dev = skb_dst(skb)->dev;
 	nfb_count_fallback(nn, NFB_FALLBACK_NEIGH);
 	if (proto == htons(ETH_P_IP))
 		neigh_xmit(NEIGH_ARP_TABLE, skb->dev, &cb.nexthop.v4, skb);
@@ -548,11 +654,12 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	struct ethhdr *ethp = NULL;
 	struct Qdisc *q, *bypass = NULL, *locked = NULL;
 	enum nfb_stop stop;
-	bool gso = false;
+	bool gso = false, encap;
 	int cpu, err;
 
 	b->tail->next = NULL;
 	skb = b->head;
+	encap = nfb_pushes_encap(NFB_CB(skb));
 
 	if (unlikely(!netif_running(dev))) {
 		nfb_drop_list(skb, nn, NFB_DROP_DEV_DOWN);
@@ -578,9 +685,11 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	 * neigh_event_send() has run its state machine (stale -> delay);
 	 * anything else takes the per-packet neigh_xmit() path, which queues
 	 * the packet while the address is resolved and, with the route still
-	 * attached, sends ICMP host unreachable when resolution fails.
+	 * attached, sends ICMP host unreachable when resolution fails. The
+	 * neighbour is the route's device's: from 6.19 that is not @dev when
+	 * the flow leaves on the real device behind it (a VLAN's, say).
 	 */
-	neigh = nfb_neigh(dev, b->proto, NFB_CB(skb));
+	neigh = nfb_neigh(skb_dst(skb)->dev, b->proto, NFB_CB(skb));
 	if (!neigh || (!(READ_ONCE(neigh->nud_state) & NUD_CONNECTED) &&
 		       (!(READ_ONCE(neigh->nud_state) & NUD_VALID) ||
 			neigh_event_send(neigh, NULL)))) {
@@ -591,7 +700,7 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 		}
 		return;
 	}
-	neigh_ha_snapshot(ha, neigh, dev);
+	neigh_ha_snapshot(ha, neigh, neigh->dev);
 	ether_addr_copy(sa, dev->dev_addr);
 	sap = NULL;
 header:
@@ -606,7 +715,8 @@ header:
 	if (dev->header_ops && dev->header_ops->create == eth_header) {
 		ether_addr_copy(eth.h_dest, ha);
 		ether_addr_copy(eth.h_source, sa);
-		eth.h_proto = b->proto;
+		eth.h_proto = encap ? nfb_encap_ethertype(NFB_CB(skb), b->proto) :
+				      b->proto;
 		ethp = &eth;
 		hh_len = ETH_HLEN;
 	}
@@ -636,7 +746,9 @@ header:
 	for (; skb; skb = next) {
 		next = skb->next;
 		skb_mark_not_on_list(skb);
-		err = nfb_push_l2(skb, dev, ha, sap, ethp, hh_len);
+		err = encap ? nfb_encap_push(skb, NFB_CB(skb), hh_len) : 0;
+		if (likely(!err))
+			err = nfb_push_l2(skb, dev, ha, sap, ethp, hh_len);
 		if (unlikely(err)) {
 			nfb_count_drop(nn, err);
 			kfree_skb(skb);

@@ -46,10 +46,11 @@ fp_genl() {
 # fp_stat NS EXPR: one number from 'nfb_genl.py stats' (a python expression
 # over t = the totals), e.g. fp_stat "$R" 't["packets"]'.
 # fp_kernel_pushes_encap: true on kernels (6.19 on) whose stock hook pushes
-# the egress VLAN / PPPoE header itself on the real device, which the module
-# does not: there the module declines every flow with an encapsulation on
-# either side (decline "encap"; it probes this at build time, FLOW_XMIT_REAL_DEV
-# in module/conftest.sh) and the stock hook must deliver them.
+# the egress VLAN / PPPoE header itself on the real device, and so does the
+# module there (it probes this at build time, FLOW_XMIT_REAL_DEV in
+# module/conftest.sh). Told from the kernel's version: a flow into a PPPoE
+# session is DIRECT there, NEIGH before; and the unresolved neighbour
+# (nfb_route.sh).
 fp_kernel_pushes_encap() {
 	local major rest minor
 	major=$(uname -r | cut -d. -f1)

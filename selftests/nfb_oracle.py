@@ -4,11 +4,10 @@
 
   nfb_oracle.py run --seed N --ns C R S --out FILE [--cpu N]
                 [--topology plain|vlan|bridge|pppoe] [--pppoe-session SID]
-                [--kernel-pushes-encap] [--attach FAMILY/TABLE/FLOWTABLE]
+                [--attach FAMILY/TABLE/FLOWTABLE]
                 [--ref FILE --verdicts FILE]
   nfb_oracle.py pair --seed N --ns C R S --dir DIR --attach F/T/FT
                 --ruleset FILE [--cpu N] [--topology T] [--pppoe-session SID]
-                [--kernel-pushes-encap]
   nfb_oracle.py plan FILE         the run delivered what the plan says
   nfb_oracle.py compare REF FILE  FILE's run is the same as REF's run
 
@@ -35,10 +34,6 @@ carry), and how the module must count what it takes (taken_encap on
 receive, taken_xmit). Every frame at S and every ICMP error at C is
 recorded with its MAC addresses and tags, checked against the topology
 ("plan") and compared between the runs ("compare").
---kernel-pushes-encap: the running kernel's stock hook pushes the egress
-encapsulation itself (6.19 on, lib_fastpath.sh fp_kernel_pushes_encap):
-the module declines the flows of a tagged or PPPoE topology (decline
-"encap") instead of taking them.
 
 "pair" is what nfb_oracle.sh runs, both runs in one process (python starts
 slowly under TCG): "run" without the module into DIR/stock.json, then a
@@ -438,15 +433,12 @@ class Run:
         def tags(tag):
             return [(ETH_P_8021Q, tag)] if tag is not None else []
         t = self.topo
-        declines = bool(self.args.kernel_pushes_encap and
-                        (t["c_tag"] is not None or t["s_tag"] is not None or
-                         t["pppoe"]))
         c_sess = [(ETH_P_PPP_SES, self.c_sid)] if t["pppoe"] else []
         return {"s_l2": l2_str(self.rs_mac, self.s_cap.mac, tags(t["s_tag"])),
                 "c_l2": l2_str(self.rc_mac, self.c_cap.mac,
                                tags(t["c_tag"]) + c_sess),
                 "egress_mtu": self.mtu, "encap": t["encap"],
-                "xmit": t["xmit"], "declines_encap": declines}
+                "xmit": t["xmit"]}
 
     def next_ident(self):
         self.ident = (self.ident + 1) & 0xFFFF
@@ -1072,18 +1064,6 @@ def module_counters(run):
               nonzero(t["taken_encap"]), nonzero(t["taken_xmit"]),
               d["options"], d["mtu"], d["ttl"], d["tcp_flags"], d["encap"]))
     want = sum(p["kind"] == DATA for p in run["plan"])
-    if exp.get("declines_encap"):
-        # 6.19 on: the lookup finds the flow, then the module declines it
-        # (its stock hook pushes the egress tag, which the module does not):
-        # data, over-MTU and FIN / RST packets alike. Options and TTL are
-        # declined before the lookup, as everywhere.
-        return [
-            ("the module declined the tagged flows as encap, this kernel's "
-             "stock hook pushes the tag (declined %d, at least the %d data "
-             "packets; taken %d)" % (d["encap"], want, t["packets"]),
-             d["encap"] >= want and t["packets"] == 0),
-            ("the module declined the slow-path packets it sees before the "
-             "lookup (options, ttl)", min(d["options"], d["ttl"]) > 0)]
     return [
         ("the module took the offloaded flows' data packets (%d of %d)"
          % (t["packets"], want), t["packets"] >= want),
@@ -1134,7 +1114,6 @@ def main(argv):
         x.add_argument("--cpu", type=int, default=-1)
         x.add_argument("--topology", choices=sorted(TOPOLOGIES),
                        default="plain")
-        x.add_argument("--kernel-pushes-encap", action="store_true")
         x.add_argument("--pppoe-session", type=int, metavar="SID")
     r.add_argument("--out", required=True)
     r.add_argument("--attach", metavar="FAMILY/TABLE/FLOWTABLE")

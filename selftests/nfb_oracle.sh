@@ -24,9 +24,9 @@
 #   vlan    C's side tagged 802.1Q 10 (c0.10, r0.10), S's side 20 (r1.20,
 #           s0.20), addresses on the VLAN devices: R pops tag 10 on
 #           receive and pushes 20 on transmit. The module must count what
-#           it takes as vlan (taken_encap); on kernels whose stock hook
-#           pushes the tag itself (6.19 on, fp_kernel_pushes_encap) it must
-#           decline those flows (encap) instead.
+#           it takes as vlan (taken_encap), on every kernel: from 6.19,
+#           whose stock hook pushes the tag itself on the real device, the
+#           module does too.
 #   bridge  S behind R's bridge br0 (port r1, addresses on br0): the C -> S
 #           flows transmit with cached MAC addresses
 #           (FLOW_OFFLOAD_XMIT_DIRECT, taken_xmit direct).
@@ -37,8 +37,7 @@
 #           after IPV6CP); S's side as in plain. The flowtable on r0 r1
 #           resolves pppr to r0 with a PPPoE session: R pops the PPPoE
 #           header on receive, and the module must count what it takes as
-#           pppoe (taken_encap), or decline it (encap) on kernels whose
-#           stock hook pushes the encapsulation. C's frames carry the
+#           pppoe (taken_encap). C's frames carry the
 #           session header; the ICMP errors must come back in the session.
 #           A flow's data packet after one of its packets for the slow path
 #           starts a new burst (nfb_oracle.py make_plan(): PPPoE hands those
@@ -380,15 +379,12 @@ oracle_ns_del() {
 	NS_LIST=()
 }
 
-pushes=()
-if fp_kernel_pushes_encap; then pushes=(--kernel-pushes-encap); fi
-
 # oracle_pairrun: both runs (nfb_oracle.py pair), in $FP_TMP/$topo/.
 oracle_pairrun() {
 	local sess=()
 	[ "$topo" != pppoe ] || sess=(--pppoe-session "$PPPOE_SID")
 	python3 "${ORACLE[@]}" pair --seed "$seed" --ns "$C" "$R" "$S" \
-		--topology "$topo" "${pushes[@]}" "${sess[@]}" --dir "$FP_TMP/$topo" \
+		--topology "$topo" "${sess[@]}" --dir "$FP_TMP/$topo" \
 		--attach inet/fp/ft --ruleset "$FP_TMP/$topo/ruleset.nft" \
 		--cpu $(($(nproc) - 1))
 }

@@ -263,10 +263,6 @@ run_case() {
 		echo "INFO: $name: stock flowtable, slow path $((f1 - f0))"
 		check "$name: <= 1 % through the forward chain (stock flowtable)" \
 			test $((f1 - f0)) -le $((n - min))
-	elif fp_kernel_pushes_encap; then
-		echo "INFO: $name: declined as encap $((d1 - d0)), taken as $enc $((e1 - e0)), slow path $((f1 - f0))"
-		check "$name: >= 99 % declined as encap (this kernel's stock hook pushes PPPoE)" \
-			test $((d1 - d0)) -ge "$min" -a $((e1 - e0)) -eq 0
 	else
 		echo "INFO: $name: taken as $enc $((e1 - e0)), as $xm $((x1 - x0)), fallback qdisc $((q1 - q0)), declined as encap $((d1 - d0)), slow path $((f1 - f0))"
 		check "$name: >= 99 % taken by the module as $enc" \
@@ -316,15 +312,22 @@ topology
 cmac=$(mac_of "$C" c0)
 rmac=$(mac_of "$R" r0)
 
+# Into the session: the route's PPP device pushes the PPPoE header on 6.1
+# and 6.12 (a NEIGH flow through pppr); from 6.19 the flow resolves to r0
+# with the session's peer as a cached destination (DIRECT), and the stock
+# hook, as the module, pushes the header itself.
+to_ppp=neigh
+if fp_kernel_pushes_encap; then to_ppp=direct; fi
+
 run_case "pppoe -> ethernet" "$C" 10.0.4.1 "$S" 10.0.2.1 6001 pppoe neigh "$N" "$sid1" -
-run_case "ethernet -> pppoe" "$S" 10.0.2.1 "$C" 10.0.4.1 6002 none neigh "$N" "$sid1" -
+run_case "ethernet -> pppoe" "$S" 10.0.2.1 "$C" 10.0.4.1 6002 none "$to_ppp" "$N" "$sid1" -
 run_case "ipv6: pppoe -> ethernet" "$C" fd00:4::1 "$S" fd00:2::1 6003 pppoe neigh \
 	"$N_MORE" "$sid1" -
-run_case "ipv6: ethernet -> pppoe" "$S" fd00:2::1 "$C" fd00:4::1 6004 none neigh \
+run_case "ipv6: ethernet -> pppoe" "$S" fd00:2::1 "$C" fd00:4::1 6004 none "$to_ppp" \
 	"$N_MORE" "$sid1" -
 run_case "vlan 10 + pppoe -> ethernet" "$C" 10.0.5.1 "$S" 10.0.2.1 6005 vlan_pppoe neigh \
 	"$N_MORE" "$sid2" 10
-run_case "ethernet -> vlan 10 + pppoe" "$S" 10.0.2.1 "$C" 10.0.5.1 6006 none neigh \
+run_case "ethernet -> vlan 10 + pppoe" "$S" 10.0.2.1 "$C" 10.0.5.1 6006 none "$to_ppp" \
 	"$N_MORE" "$sid2" 10
 
 if [ "$stock" != 1 ]; then

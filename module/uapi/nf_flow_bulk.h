@@ -120,7 +120,9 @@ enum nfb_decline_reason {
 	NFB_DECLINE_ENCAP_HEADER, /* truncated 802.1Q tag or PPPoE header */
 	NFB_DECLINE_PPPOE,	/* PPPoE version, type, code or length wrong */
 	NFB_DECLINE_PPP_PROTO,	/* PPP protocol neither IPv4 nor IPv6 */
-	NFB_DECLINE_DIRECT_DEV,	/* direct xmit: output device gone */
+	NFB_DECLINE_DIRECT_DEV,	/* output device gone: direct xmit, or a
+				 * neigh flow's real device (6.19 on)
+				 */
 	__NFB_DECLINE_MAX,
 };
 
