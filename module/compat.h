@@ -218,24 +218,108 @@ static inline bool nfb_flow_closing(const struct flow_offload *flow)
 #endif
 
 /*
- * A flow through an IPIP / IP6IP6 tunnel (6.19 on, ab427db17885 and
- * d30301ba4b07): the stock hook pops the outer header of what comes in
- * through the tunnel and pushes one on what goes out through it
- * (nf_flow_tunnel_v4_push(), on the other direction's tuple). The module
- * does neither: it declines such flows ("encap") in both directions. A
- * flow that leaves through the tunnel would otherwise go out bare, and
- * past the tunnel's MTU.
+ * IPIP / IP6IP6 flows (6.19 on, ab427db17885 and d30301ba4b07): a packet
+ * that comes in through the tunnel arrives on the real device with the
+ * outer header, which the lookup matches (tuple.tun: the outer source and
+ * destination, the inner protocol) and the stock hook pops; a flow that
+ * leaves through the tunnel has its tunnel in the other direction's tuple
+ * (tun_num; the route is the tunnel's underlay route), and the stock hook
+ * pushes an outer header (nf_flow_tunnel_v4_push()). The module does both
+ * the same way (fastpath.c). Before 6.19 there is no tunnel in a tuple:
+ * nfb_tunnels() is a constant false and these accessors are never called.
  */
 #ifdef NFB_HAVE_FLOW_TUPLE_TUN
-static inline bool nfb_flow_tunnelled(const struct flow_offload *flow)
+static inline bool nfb_tunnels(void)
 {
-	return flow->tuplehash[0].tuple.tun_num ||
-	       flow->tuplehash[1].tuple.tun_num;
+	return true;
+}
+
+static inline bool nfb_tuple_tunnelled(const struct flow_offload_tuple *t)
+{
+	return t->tun_num;
+}
+
+static inline void nfb_tuple_set_tun4(struct flow_offload_tuple *t,
+				      __be32 saddr, __be32 daddr)
+{
+	t->tun.src_v4.s_addr = saddr;
+	t->tun.dst_v4.s_addr = daddr;
+	t->tun.inner_proto = IPPROTO_IPIP;
+}
+
+static inline void nfb_tuple_set_tun6(struct flow_offload_tuple *t,
+				      const struct in6_addr *saddr,
+				      const struct in6_addr *daddr)
+{
+	t->tun.src_v6 = *saddr;
+	t->tun.dst_v6 = *daddr;
+	t->tun.inner_proto = IPPROTO_IPV6;
+}
+
+/* The outer addresses of a push: to the tunnel's far end, from ours. */
+static inline __be32 nfb_tuple_tun_far4(const struct flow_offload_tuple *t)
+{
+	return t->tun.src_v4.s_addr;
+}
+
+static inline __be32 nfb_tuple_tun_near4(const struct flow_offload_tuple *t)
+{
+	return t->tun.dst_v4.s_addr;
+}
+
+static inline const struct in6_addr *
+nfb_tuple_tun_far6(const struct flow_offload_tuple *t)
+{
+	return &t->tun.src_v6;
+}
+
+static inline const struct in6_addr *
+nfb_tuple_tun_near6(const struct flow_offload_tuple *t)
+{
+	return &t->tun.dst_v6;
 }
 #else
-static inline bool nfb_flow_tunnelled(const struct flow_offload *flow)
+static inline bool nfb_tunnels(void)
 {
 	return false;
+}
+
+static inline bool nfb_tuple_tunnelled(const struct flow_offload_tuple *t)
+{
+	return false;
+}
+
+static inline void nfb_tuple_set_tun4(struct flow_offload_tuple *t,
+				      __be32 saddr, __be32 daddr)
+{
+}
+
+static inline void nfb_tuple_set_tun6(struct flow_offload_tuple *t,
+				      const struct in6_addr *saddr,
+				      const struct in6_addr *daddr)
+{
+}
+
+static inline __be32 nfb_tuple_tun_far4(const struct flow_offload_tuple *t)
+{
+	return 0;
+}
+
+static inline __be32 nfb_tuple_tun_near4(const struct flow_offload_tuple *t)
+{
+	return 0;
+}
+
+static inline const struct in6_addr *
+nfb_tuple_tun_far6(const struct flow_offload_tuple *t)
+{
+	return NULL;
+}
+
+static inline const struct in6_addr *
+nfb_tuple_tun_near6(const struct flow_offload_tuple *t)
+{
+	return NULL;
 }
 #endif
 

@@ -41,6 +41,7 @@
 #include <linux/udp.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
+#include <net/ip_tunnels.h>
 #include <net/ipv6.h>
 #include <net/route.h>
 #include <net/netfilter/nf_conntrack_acct.h>
@@ -50,6 +51,8 @@
 
 /* Returned by the per-family handlers when the packet was taken. */
 #define NFB_TAKEN	(-1)
+/* ... or taken, then dropped and counted (it could not be transmitted). */
+#define NFB_DROPPED	(-2)
 
 /*
  * nf_flow_offload_inet_hook() is static in nf_flow_table_inet.c. Its address
@@ -276,6 +279,18 @@ static void nfb_encap_pop(struct sk_buff *skb, const struct nfb_rx *rx)
 }
 
 /*
+ * 6.19 on, nf_flow_ip_tunnel_pop(): the outer header of a packet that came
+ * in through an IPIP / IP6IP6 tunnel, once the encapsulation before it is
+ * gone. As the encapsulation's pop, the pull keeps a CHECKSUM_COMPLETE
+ * sum right.
+ */
+static void nfb_tunnel_pop(struct sk_buff *skb, unsigned int hlen)
+{
+	skb_pull_rcsum(skb, hlen);
+	skb_reset_network_header(skb);
+}
+
+/*
  * The output device of a flow, referenced by the caller before the hook
  * returns: for FLOW_OFFLOAD_XMIT_NEIGH the route's (@dst, referenced by
  * the caller's dst_hold_safe()), or from 6.19 the real device behind it
@@ -334,11 +349,11 @@ static bool nfb_exceeds_mtu(const struct sk_buff *skb, unsigned int mtu)
 
 /*
  * Flows whose encapsulation the stock hook of this kernel handles in a way
- * the module does not (compat.h): a tunnel in either direction (6.19 on).
- * And where the stock hook pushes VLAN / PPPoE itself, a GSO packet that
- * gets more than the one tag skb->vlan_tci carries: the stock hook cuts
- * one under PPPoE into segments first (needs_gso_segment), and a header
- * pushed into a GSO packet would have to be repeated per segment.
+ * the module does not (compat.h): where the stock hook pushes VLAN / PPPoE
+ * itself, a GSO packet that gets more than the one tag skb->vlan_tci
+ * carries: the stock hook cuts one under PPPoE into segments first
+ * (needs_gso_segment), and a header pushed into a GSO packet would have to
+ * be repeated per segment.
  */
 static __always_inline bool
 nfb_encap_left_to_stock(const struct flow_offload *flow,
@@ -347,8 +362,6 @@ nfb_encap_left_to_stock(const struct flow_offload *flow,
 {
 	const struct flow_offload_tuple *other = &flow->tuplehash[!dir].tuple;
 
-	if (unlikely(nfb_flow_tunnelled(flow)))
-		return true;
 	return nfb_flowtable_pushes_encap() && unlikely(skb_is_gso(skb)) &&
 	       other->encap_num &&
 	       (other->encap_num > 1 ||
@@ -463,6 +476,88 @@ static struct sk_buff *nfb_unbundle(struct sk_buff *skb, unsigned int hlen,
 	}
 	*nsegs = n;
 	return segs;
+}
+
+/*
+ * 6.19 on, a flow that leaves through an IPIP / IP6IP6 tunnel: the outer
+ * header, as nf_flow_tunnel_ipip_push() / nf_flow_tunnel_ip6ip6_push()
+ * put it on, after the packet's own work (NAT, TTL). @dst is the flow's
+ * route, the tunnel's underlay one; the headroom was made before the
+ * packet was taken (nfb_tunnel_headroom()), which also left the header
+ * uncloned, so neither can fail here. What the stock push does besides,
+ * skb_dst_update_pmtu_no_confirm() on the route skb_scrub_packet() has
+ * just dropped, is nothing; and IP6CB()->nhoff is in the control block
+ * the transmit path owns from here (qdisc_skb_cb, then ours), which
+ * nothing reads before the driver.
+ */
+static unsigned int nfb_tunnel_headroom(const struct dst_entry *dst,
+					unsigned int hlen)
+{
+	return hlen + LL_RESERVED_SPACE(dst->dev) + dst->header_len;
+}
+
+static int nfb_ipip_push(struct net *net, struct sk_buff *skb,
+			 const struct flow_offload_tuple *other,
+			 const struct dst_entry *dst)
+{
+	struct iphdr *iph = ip_hdr(skb);
+	u8 tos = iph->tos, ttl = iph->ttl;
+	__be16 frag_off = iph->frag_off;
+	int err;
+
+	err = iptunnel_handle_offloads(skb, SKB_GSO_IPXIP4);
+	if (unlikely(err))
+		return err;
+	skb_set_inner_ipproto(skb, IPPROTO_IPIP);
+	skb_scrub_packet(skb, true);
+	skb_clear_hash_if_not_l4(skb);
+
+	skb_push(skb, sizeof(*iph));
+	skb_reset_network_header(skb);
+	iph = ip_hdr(skb);
+	iph->version	= 4;
+	iph->ihl	= sizeof(*iph) >> 2;
+	iph->frag_off	= ip_mtu_locked(dst) ? 0 : frag_off;
+	iph->protocol	= IPPROTO_IPIP;
+	iph->tos	= tos;
+	iph->daddr	= nfb_tuple_tun_far4(other);
+	iph->saddr	= nfb_tuple_tun_near4(other);
+	iph->ttl	= ttl;
+	iph->tot_len	= htons(skb->len);
+	__ip_select_ident(net, iph, skb_shinfo(skb)->gso_segs ?: 1);
+	ip_send_check(iph);
+	return 0;
+}
+
+static int nfb_ip6ip6_push(struct net *net, struct sk_buff *skb,
+			   const struct flow_offload_tuple *other)
+{
+	struct ipv6hdr *ip6h = ipv6_hdr(skb);
+	u8 dsfield = ipv6_get_dsfield(ip6h), hop_limit = ip6h->hop_limit;
+	struct flowi6 fl6 = {
+		.daddr = *nfb_tuple_tun_far6(other),
+		.saddr = *nfb_tuple_tun_near6(other),
+		.flowi6_proto = IPPROTO_IPV6,
+	};
+	int err;
+
+	err = iptunnel_handle_offloads(skb, SKB_GSO_IPXIP6);
+	if (unlikely(err))
+		return err;
+	skb_set_inner_ipproto(skb, IPPROTO_IPV6);
+	skb_scrub_packet(skb, true);
+
+	skb_push(skb, sizeof(*ip6h));
+	skb_reset_network_header(skb);
+	ip6h = ipv6_hdr(skb);
+	ip6_flow_hdr(ip6h, dsfield,
+		     ip6_make_flowlabel(net, skb, fl6.flowlabel, true, &fl6));
+	ip6h->hop_limit = hop_limit;
+	ip6h->nexthdr = IPPROTO_IPV6;
+	ip6h->daddr = fl6.daddr;
+	ip6h->saddr = fl6.saddr;
+	ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
+	return 0;
 }
 
 /*
@@ -738,14 +833,17 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 	unsigned int thoff, hdrsize, offset = rx->offset;
 	enum flow_offload_tuple_dir dir;
 	struct flow_offload *flow;
+	const struct flow_offload_tuple *other;
+	__be32 nexthop, tun_saddr = 0, tun_daddr = 0;
+	bool tun_rx = false, tun_tx;
 	struct flow_ports *ports;
 	struct nfb_out out;
 	struct rtable *rt;
 	struct iphdr *iph;
 	u32 *refreshed;
-	__be32 nexthop;
 	int ret;
 
+again:
 	if (!pskb_may_pull(skb, sizeof(*iph) + offset))
 		return NFB_DECLINE_HEADER;
 
@@ -755,6 +853,21 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 		return NFB_DECLINE_FRAG;
 	if (unlikely(thoff != sizeof(*iph)))
 		return NFB_DECLINE_OPTIONS;
+
+	/*
+	 * 6.19 on, nf_flow_ip4_tunnel_proto(): an IPIP packet may belong to
+	 * a flow that came in through the tunnel. The lookup is then the
+	 * inner packet's, with the outer addresses in the tuple.
+	 */
+	if (iph->protocol == IPPROTO_IPIP && nfb_tunnels() && !tun_rx) {
+		if (iph->ttl <= 1)
+			return NFB_DECLINE_TTL;
+		tun_saddr = iph->saddr;
+		tun_daddr = iph->daddr;
+		tun_rx = true;
+		offset += sizeof(*iph);
+		goto again;
+	}
 	thoff += offset;
 
 	switch (iph->protocol) {
@@ -786,6 +899,8 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 	tuple.iifidx		= state->in->ifindex;
 	if (rx->layers)
 		nfb_tuple_encap(skb, &tuple);
+	if (tun_rx)
+		nfb_tuple_set_tun4(&tuple, tun_saddr, tun_daddr);
 
 	tuplehash = nfb_flow_lookup(ft, &tuple, &refreshed);
 	if (!tuplehash)
@@ -793,6 +908,8 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 
 	dir = tuplehash->tuple.dir;
 	flow = container_of(tuplehash, struct flow_offload, tuplehash[dir]);
+	other = &flow->tuplehash[!dir].tuple;
+	tun_tx = nfb_tuple_tunnelled(other);
 
 	/* Not implemented here: the stock hook handles these. */
 	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
@@ -811,6 +928,9 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 			return NFB_DECLINE_DIRECT_DEV;
 		break;
 	case FLOW_OFFLOAD_XMIT_DIRECT:
+		/* Into a tunnel with cached addresses: not taken. */
+		if (unlikely(tun_tx))
+			return NFB_DECLINE_ENCAP;
 		ret = nfb_direct_out(state, &tuplehash->tuple, &out);
 		if (ret)
 			return ret;
@@ -819,7 +939,8 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 		return NFB_DECLINE_XMIT_TYPE;
 	}
 
-	if (unlikely(nfb_exceeds_mtu(skb, tuplehash->tuple.mtu + offset)))
+	if (unlikely(nfb_exceeds_mtu(skb, tuplehash->tuple.mtu + offset -
+					   (tun_tx ? sizeof(*iph) : 0))))
 		return NFB_DECLINE_MTU;
 
 	if (iph->protocol == IPPROTO_TCP && nfb_tcp_flags_decline(skb, thoff, flow))
@@ -830,7 +951,9 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 		   !dst_hold_safe(&rt->dst)))
 		return NFB_DECLINE_DST_STALE;
 
-	if (skb_try_make_writable(skb, thoff + hdrsize)) {
+	if (skb_try_make_writable(skb, thoff + hdrsize) ||
+	    (tun_tx && skb_cow_head(skb, nfb_tunnel_headroom(&rt->dst,
+							      sizeof(*iph))))) {
 		if (rt)
 			dst_release(&rt->dst);
 		return NFB_DECLINE_UNWRITABLE;
@@ -841,9 +964,11 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 
 	if (rx->layers)
 		nfb_encap_pop(skb, rx);
+	if (tun_rx)
+		nfb_tunnel_pop(skb, sizeof(*iph));
 	thoff -= offset;
 
-	if (unlikely(skb_is_gso(skb)) && !rx->layers)
+	if (unlikely(skb_is_gso(skb)) && !rx->layers && !tun_rx && !tun_tx)
 		rx->segs = nfb_unbundle(skb, thoff + hdrsize,
 					tuplehash->tuple.mtu, &rx->nsegs);
 
@@ -856,9 +981,15 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 	if (ft->flags & NF_FLOWTABLE_COUNTER)
 		nf_ct_acct_update(flow->ct, dir, skb->len);
 
+	if (unlikely(tun_tx) &&
+	    nfb_ipip_push(state->net, skb, other, &rt->dst)) {
+		dst_release(&rt->dst);
+		return NFB_DROPPED;
+	}
+
 	if (rt) {
-		nexthop = rt_nexthop(rt,
-				     flow->tuplehash[!dir].tuple.src_v4.s_addr);
+		nexthop = rt_nexthop(rt, tun_tx ? nfb_tuple_tun_far4(other) :
+						  other->src_v4.s_addr);
 		out.dst = &rt->dst;
 		out.xmit = NFB_XMIT_NEIGH;
 		nfb_prepare(skb, nn, &out, flow, dir);
@@ -883,8 +1014,11 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	struct flow_offload_tuple_rhash *tuplehash;
 	struct flow_offload_tuple tuple __uninitialized;
 	unsigned int thoff, hdrsize, offset = rx->offset;
+	const struct flow_offload_tuple *other;
+	struct in6_addr tun_saddr, tun_daddr;
 	const struct in6_addr *nexthop;
 	enum flow_offload_tuple_dir dir;
+	bool tun_rx = false, tun_tx;
 	struct flow_offload *flow;
 	struct flow_ports *ports;
 	struct ipv6hdr *ip6h;
@@ -898,6 +1032,19 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 		return NFB_DECLINE_HEADER;
 
 	ip6h = (struct ipv6hdr *)(skb_network_header(skb) + offset);
+	/* 6.19 on, nf_flow_ip6_tunnel_proto(): as IPIP in nfb_ipv4(). */
+	if (ip6h->nexthdr == IPPROTO_IPV6 && nfb_tunnels()) {
+		if (ip6h->hop_limit <= 1)
+			return NFB_DECLINE_TTL;
+		tun_saddr = ip6h->saddr;
+		tun_daddr = ip6h->daddr;
+		tun_rx = true;
+		offset += sizeof(*ip6h);
+		thoff += sizeof(*ip6h);
+		if (!pskb_may_pull(skb, thoff))
+			return NFB_DECLINE_HEADER;
+		ip6h = (struct ipv6hdr *)(skb_network_header(skb) + offset);
+	}
 	switch (ip6h->nexthdr) {
 	case IPPROTO_TCP:
 		hdrsize = sizeof(struct tcphdr);
@@ -931,6 +1078,8 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	tuple.iifidx		= state->in->ifindex;
 	if (rx->layers)
 		nfb_tuple_encap(skb, &tuple);
+	if (tun_rx)
+		nfb_tuple_set_tun6(&tuple, &tun_saddr, &tun_daddr);
 
 	tuplehash = nfb_flow_lookup(ft, &tuple, &refreshed);
 	if (!tuplehash)
@@ -938,6 +1087,8 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 
 	dir = tuplehash->tuple.dir;
 	flow = container_of(tuplehash, struct flow_offload, tuplehash[dir]);
+	other = &flow->tuplehash[!dir].tuple;
+	tun_tx = nfb_tuple_tunnelled(other);
 
 	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
 		return NFB_DECLINE_HW_OFFLOAD;
@@ -953,6 +1104,8 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 			return NFB_DECLINE_DIRECT_DEV;
 		break;
 	case FLOW_OFFLOAD_XMIT_DIRECT:
+		if (unlikely(tun_tx))
+			return NFB_DECLINE_ENCAP;
 		ret = nfb_direct_out(state, &tuplehash->tuple, &out);
 		if (ret)
 			return ret;
@@ -961,7 +1114,8 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 		return NFB_DECLINE_XMIT_TYPE;
 	}
 
-	if (unlikely(nfb_exceeds_mtu(skb, tuplehash->tuple.mtu + offset)))
+	if (unlikely(nfb_exceeds_mtu(skb, tuplehash->tuple.mtu + offset -
+					   (tun_tx ? sizeof(*ip6h) : 0))))
 		return NFB_DECLINE_MTU;
 
 	if (ip6h->nexthdr == IPPROTO_TCP && nfb_tcp_flags_decline(skb, thoff, flow))
@@ -971,7 +1125,9 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 		   !dst_hold_safe(&rt->dst)))
 		return NFB_DECLINE_DST_STALE;
 
-	if (skb_try_make_writable(skb, thoff + hdrsize)) {
+	if (skb_try_make_writable(skb, thoff + hdrsize) ||
+	    (tun_tx && skb_cow_head(skb, nfb_tunnel_headroom(&rt->dst,
+							      sizeof(*ip6h))))) {
 		if (rt)
 			dst_release(&rt->dst);
 		return NFB_DECLINE_UNWRITABLE;
@@ -982,8 +1138,10 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 
 	if (rx->layers)
 		nfb_encap_pop(skb, rx);
+	if (tun_rx)
+		nfb_tunnel_pop(skb, sizeof(*ip6h));
 
-	if (unlikely(skb_is_gso(skb)) && !rx->layers)
+	if (unlikely(skb_is_gso(skb)) && !rx->layers && !tun_rx && !tun_tx)
 		rx->segs = nfb_unbundle(skb, thoff + hdrsize,
 					tuplehash->tuple.mtu, &rx->nsegs);
 
@@ -996,8 +1154,14 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	if (ft->flags & NF_FLOWTABLE_COUNTER)
 		nf_ct_acct_update(flow->ct, dir, skb->len);
 
+	if (unlikely(tun_tx) && nfb_ip6ip6_push(state->net, skb, other)) {
+		dst_release(&rt->dst);
+		return NFB_DROPPED;
+	}
+
 	if (rt) {
-		nexthop = rt6_nexthop(rt, &flow->tuplehash[!dir].tuple.src_v6);
+		nexthop = rt6_nexthop(rt, tun_tx ? nfb_tuple_tun_far6(other) :
+						   &other->src_v6);
 		out.dst = &rt->dst;
 		out.xmit = NFB_XMIT_NEIGH;
 		nfb_prepare(skb, nn, &out, flow, dir);
@@ -1068,6 +1232,11 @@ unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
 		break;
 	}
 
+	if (unlikely(ret == NFB_DROPPED)) {
+		nfb_count_drop(nn, NFB_DROP_NOMEM);
+		kfree_skb(skb);
+		return NF_STOLEN;
+	}
 	if (ret != NFB_TAKEN)
 		goto decline;
 
