@@ -7,7 +7,7 @@
 #   tools/bench/guest.sh [--links "veth virtio"] [--gro "on off list udpfwd"]
 #                        [--flows "1 10"] [--train "1 4 32"]
 #                        [--qdisc "default noqueue fq_codel mq"]
-#                        [--encap "none vlan pppoe"]
+#                        [--encap "none vlan pppoe ipip"]
 #                        [--configs "gen-alone drop-west plain stock bulk"]
 #                        [--count N] [--reps N] [--burst N] [--len N]
 #                        [--family 4|6] [--headroom N]
@@ -57,6 +57,7 @@
 #   vlan   802.1Q id 100, pushed by west, popped by east
 #   pppoe  a kernel-mode PPPoE session, west the client, east the access
 #          concentrator (IPv4 only)
+#   ipip   an IPIP tunnel, pushed by west, popped by east (IPv4 only)
 # The flowtables are on the real devices in every case. Each point's JSON
 # names its encapsulation (encap); for bulk it also gives what the module
 # took per encapsulation and what it sent per packet instead of in a list
@@ -104,9 +105,9 @@ done
 for encap in $encaps; do
 	case "$encap" in
 	none | vlan) ;;
-	pppoe)
+	pppoe | ipip)
 		if [ "$family" = 6 ]; then
-			echo "guest.sh: --encap pppoe is IPv4 only" >&2
+			echo "guest.sh: --encap $encap is IPv4 only" >&2
 			exit 2
 		fi
 		;;

@@ -25,6 +25,13 @@
 #          them; IPv4 only. The PPP devices are made noqueue, as every other
 #          device of the path is (6.1 makes them so, 6.12 gives them its
 #          default qdisc).
+#   ipip   an IPIP tunnel over w1 - e0 (10.0.2.0/24 on the real devices):
+#          tw in west, te in east (10.0.4.0/30), the routes between sunset's
+#          and sunrise's networks through them; west pushes the outer
+#          header, east pops it. IPv4 only. The tunnel devices are in the
+#          flowtables too: before 6.19 a flow comes into east on te, after
+#          the stack took the outer header off; from 6.19 the flowtable
+#          resolves the tunnel to w1 / e0 and pops and pushes itself.
 # TOPO_EGRESS_TXQ=N (veth only, default 1): the links west - east and
 # east - sunrise get N transmit and receive queues, so that the routers'
 # egress devices (w1, e1) can carry mq (tools/bench/guest.sh --qdisc mq).
@@ -43,8 +50,11 @@ TOPO_DST4=10.0.3.2
 # shellcheck disable=SC2034
 TOPO_DST6=fd00:3::2
 # The encapsulation of the west - east link (topo_create), the devices that
-# carry its addresses, the PPPoE session's pppd processes and scratch files.
+# carry its addresses, the routers' tunnel devices (added to the flowtables),
+# the PPPoE session's pppd processes and scratch files.
 TOPO_ENCAP=none
+TOPO_TUN_W=
+TOPO_TUN_E=
 TOPO_EGRESS_TXQ=${TOPO_EGRESS_TXQ:-1}
 TOPO_MID_W=w1
 TOPO_MID_E=e0
@@ -152,13 +162,15 @@ topo_addr() {
 	ip -n "$ns" addr add "fd00:$net::$host/64" dev "$dev" nodad
 }
 
-# topo_create veth|virtio [none|vlan|pppoe]
+# topo_create veth|virtio [none|vlan|pppoe|ipip]
 topo_create() {
 	local kind=$1 encap=${2:-none} ns
 	topo_destroy
 	TOPO_ENCAP=$encap
+	TOPO_TUN_W='' TOPO_TUN_E=''
 	case "$encap" in
 	none) TOPO_MID_W=w1 TOPO_MID_E=e0 ;;
+	ipip) TOPO_MID_W=w1 TOPO_MID_E=e0 TOPO_TUN_W=tw TOPO_TUN_E=te ;;
 	vlan) TOPO_MID_W=w1.100 TOPO_MID_E=e0.100 ;;
 	pppoe) TOPO_MID_W=pppw TOPO_MID_E=ppe ;;
 	*) echo "topology.sh: unknown encapsulation $encap" >&2; return 2 ;;
@@ -184,16 +196,20 @@ topo_create() {
 	ip -n "$NS_SUNSET" route add default via 10.0.1.2
 	ip -n "$NS_SUNSET" -6 route add default via fd00:1::2
 	case "$encap" in
-	none | vlan)
+	none | vlan | ipip)
 		if [ "$encap" = vlan ]; then
 			topo_vlan "$NS_WEST" w1 100
 			topo_vlan "$NS_EAST" e0 100
 		fi
 		topo_addr "$NS_WEST" "$TOPO_MID_W" 2 1
 		topo_addr "$NS_EAST" "$TOPO_MID_E" 2 2
-		ip -n "$NS_WEST" route add 10.0.3.0/24 via 10.0.2.2
+		if [ "$encap" = ipip ]; then
+			topo_ipip
+		else
+			ip -n "$NS_WEST" route add 10.0.3.0/24 via 10.0.2.2
+			ip -n "$NS_EAST" route add 10.0.1.0/24 via 10.0.2.1
+		fi
 		ip -n "$NS_WEST" -6 route add fd00:3::/64 via fd00:2::2
-		ip -n "$NS_EAST" route add 10.0.1.0/24 via 10.0.2.1
 		ip -n "$NS_EAST" -6 route add fd00:1::/64 via fd00:2::1
 		;;
 	pppoe)
@@ -208,6 +224,19 @@ topo_create() {
 	# A dummy device in sunset: the "generator alone" baseline sends there.
 	ip -n "$NS_SUNSET" link add d0 type dummy
 	ip -n "$NS_SUNSET" link set d0 up
+}
+
+# topo_ipip: the IPIP tunnel between west (tw) and east (te) over
+# 10.0.2.0/24, and the IPv4 routes between the outer networks through it.
+topo_ipip() {
+	ip -n "$NS_WEST" link add tw type ipip local 10.0.2.1 remote 10.0.2.2
+	ip -n "$NS_EAST" link add te type ipip local 10.0.2.2 remote 10.0.2.1
+	ip -n "$NS_WEST" addr add 10.0.4.1/30 dev tw
+	ip -n "$NS_EAST" addr add 10.0.4.2/30 dev te
+	ip -n "$NS_WEST" link set tw up
+	ip -n "$NS_EAST" link set te up
+	ip -n "$NS_WEST" route add 10.0.3.0/24 dev tw
+	ip -n "$NS_EAST" route add 10.0.1.0/24 dev te
 }
 
 # topo_vlan NS DEV ID: an 802.1Q device DEV.ID on DEV, up.
@@ -349,13 +378,13 @@ topo_gro() {
 # early_ingress (the same flowtable, created at ingress and attached to
 # nf_flow_bulk in the same step). Needs build/userspace/flowbulk.
 topo_flowtable_add() {
-	local hook=${1:-ingress} fb nd ns in out
+	local hook=${1:-ingress} fb nd ns in out tun
 	fb=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/userspace/flowbulk
-	for nd in "$NS_WEST:w0:w1" "$NS_EAST:e0:e1"; do
-		IFS=: read -r ns in out <<<"$nd"
+	for nd in "$NS_WEST:w0:w1:$TOPO_TUN_W" "$NS_EAST:e0:e1:$TOPO_TUN_E"; do
+		IFS=: read -r ns in out tun <<<"$nd"
 		ip netns exec "$ns" "$fb" table add inet nfb_bench
 		ip netns exec "$ns" "$fb" flowtable add inet nfb_bench ft \
-			hook "$hook" priority 0 devices "$in,$out"
+			hook "$hook" priority 0 devices "$in,$out${tun:+,$tun}"
 		ip netns exec "$ns" "$fb" offload add inet nfb_bench ft proto all
 		# Flows stay for an hour, not 30 s: under -icount the guest's
 		# clock runs ahead while a process is read in from the host,
