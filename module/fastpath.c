@@ -304,6 +304,34 @@ struct nfb_out {
 	u8			xmit;		/* enum nfb_xmit */
 };
 
+/*
+ * 6.1 / 6.12: a NEIGH flow whose route leaves through a VLAN device
+ * (@vlan) that path discovery resolved to the real device behind it
+ * (the other direction's iifidx, its tags in encap[]). Its bulks go to the
+ * real device, the VLAN devices' tags pushed per packet at transmit, as
+ * the stock hook does from 6.19, instead of through the VLAN device one
+ * packet at a time: the transmit tells such a bulk by its route's device,
+ * which is not its output device (xmit.c, nfb_vlan_chain(), which checks
+ * the VLAN devices per bulk and sends through them where it cannot stand
+ * in for them: a qdisc, an egress hook). Only onto an Ethernet device.
+ * Returns the device to send to. Out of line, and given no pointer to
+ * the caller's nfb_out, which then stays in registers.
+ */
+static noinline struct net_device *
+nfb_vlan_out(struct net *net, const struct flow_offload_tuple *other,
+	     struct net_device *vlan)
+{
+	struct net_device *real;
+
+	if (!other->encap_num)
+		return vlan;
+	real = dev_get_by_index_rcu(net, other->iifidx);
+	if (!real || real == vlan || !real->header_ops ||
+	    real->header_ops->create != eth_header)
+		return vlan;
+	return real;
+}
+
 static int nfb_direct_out(const struct nf_hook_state *state,
 			  const struct flow_offload_tuple *tuple,
 			  struct nfb_out *out)
@@ -926,6 +954,8 @@ again:
 					    &rt->dst);
 		if (unlikely(!out.dev))
 			return NFB_DECLINE_DIRECT_DEV;
+		if (!nfb_flowtable_pushes_encap() && unlikely(is_vlan_dev(out.dev)))
+			out.dev = nfb_vlan_out(state->net, other, out.dev);
 		break;
 	case FLOW_OFFLOAD_XMIT_DIRECT:
 		/* Into a tunnel with cached addresses: not taken. */
@@ -1102,6 +1132,8 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 					    &rt->dst);
 		if (unlikely(!out.dev))
 			return NFB_DECLINE_DIRECT_DEV;
+		if (!nfb_flowtable_pushes_encap() && unlikely(is_vlan_dev(out.dev)))
+			out.dev = nfb_vlan_out(state->net, other, out.dev);
 		break;
 	case FLOW_OFFLOAD_XMIT_DIRECT:
 		if (unlikely(tun_tx))

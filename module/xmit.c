@@ -250,31 +250,41 @@ static int nfb_push_l2(struct sk_buff *skb, struct net_device *dev,
  * where nfb_push_l2() puts the link-layer header. @hh_len: the headroom
  * that header needs.
  */
+static int nfb_vlan_push(struct sk_buff *skb, __be16 proto, u16 tci,
+			 unsigned int hh_len)
+{
+	struct vlan_hdr *vhdr;
+
+	if (skb_vlan_tag_present(skb)) {
+		if (skb_cow_head(skb, hh_len + VLAN_HLEN))
+			return NFB_DROP_NOMEM;
+		vhdr = skb_push(skb, VLAN_HLEN);
+		skb_reset_network_header(skb);
+		vhdr->h_vlan_TCI = htons(skb_vlan_tag_get(skb));
+		vhdr->h_vlan_encapsulated_proto = skb->protocol;
+		skb->protocol = skb->vlan_proto;
+		skb_postpush_rcsum(skb, vhdr, VLAN_HLEN);
+	}
+	__vlan_hwaccel_put_tag(skb, proto, tci);
+	return 0;
+}
+
 static int nfb_encap_push(struct sk_buff *skb, const struct nfb_cb *cb,
 			  unsigned int hh_len)
 {
-	struct vlan_hdr *vhdr;
 	struct pppoe_hdr *ph;
 	__be16 ppp_proto;
-	int i;
+	int i, err;
 
 	__skb_pull(skb, skb_network_offset(skb));
 	for (i = NF_FLOW_TABLE_ENCAP_MAX - 1; i >= 0; i--) {
 		switch (cb->encap[i].proto) {
 		case htons(ETH_P_8021Q):
 		case htons(ETH_P_8021AD):
-			if (skb_vlan_tag_present(skb)) {
-				if (skb_cow_head(skb, hh_len + VLAN_HLEN))
-					return NFB_DROP_NOMEM;
-				vhdr = skb_push(skb, VLAN_HLEN);
-				skb_reset_network_header(skb);
-				vhdr->h_vlan_TCI = htons(skb_vlan_tag_get(skb));
-				vhdr->h_vlan_encapsulated_proto = skb->protocol;
-				skb->protocol = skb->vlan_proto;
-				skb_postpush_rcsum(skb, vhdr, VLAN_HLEN);
-			}
-			__vlan_hwaccel_put_tag(skb, cb->encap[i].proto,
-					       cb->encap[i].id);
+			err = nfb_vlan_push(skb, cb->encap[i].proto,
+					    cb->encap[i].id, hh_len);
+			if (err)
+				return err;
 			break;
 		case htons(ETH_P_PPP_SES):
 			switch (skb->protocol) {
@@ -337,20 +347,159 @@ static bool nfb_pushes_encap(const struct nfb_cb *cb)
 }
 
 /*
+ * 6.1 / 6.12 (fastpath.c, nfb_vlan_out()): the VLAN devices a bulk stands
+ * in for, from the route's device (innermost tag) down to the real device
+ * the bulk goes to. Each must be up, with no qdisc and no egress hook:
+ * otherwise the packets go through them (the reason is returned).
+ */
+struct nfb_vlan_chain {
+	struct net_device	*dev[NF_FLOW_TABLE_ENCAP_MAX];
+	int			n;
+};
+
+static enum nfb_fallback_reason nfb_vlan_chain(struct net_device *top,
+					       struct net_device *real,
+					       struct nfb_vlan_chain *c)
+{
+#if IS_ENABLED(CONFIG_VLAN_8021Q)
+	struct net_device *d = top;
+	struct Qdisc *q;
+
+	for (c->n = 0; is_vlan_dev(d); d = vlan_dev_priv(d)->real_dev) {
+		if (c->n == NF_FLOW_TABLE_ENCAP_MAX || !netif_running(d))
+			return NFB_FALLBACK_NEIGH;
+		if (nfb_dev_has_egress_hooks(d))
+			return NFB_FALLBACK_EGRESS_HOOK;
+		q = rcu_dereference_bh(netdev_get_tx_queue(d, 0)->qdisc);
+		if (d->real_num_tx_queues != 1 || q->enqueue)
+			return NFB_FALLBACK_QDISC;
+		c->dev[c->n++] = d;
+	}
+	if (d == real && c->n)
+		return __NFB_FALLBACK_MAX;
+#endif
+	return NFB_FALLBACK_NEIGH;
+}
+
+/*
+ * What each VLAN device's transmit (vlan_dev_hard_start_xmit()) would do
+ * with the packet, innermost first: its tag with the priority bits of its
+ * egress map into vlan_tci, the tag there before moved into the packet by
+ * the device below (as validate_xmit_vlan() does). @tail: 6.1's stack
+ * leaves it so on the wire too.
+ */
+static int nfb_vlan_chain_push(struct sk_buff *skb,
+			       const struct nfb_vlan_chain *c,
+			       unsigned int hh_len)
+{
+#if IS_ENABLED(CONFIG_VLAN_8021Q)
+	const struct vlan_dev_priv *v;
+	int i, err;
+	u16 tci;
+
+	__skb_pull(skb, skb_network_offset(skb));
+	for (i = 0; i < c->n; i++) {
+		v = vlan_dev_priv(c->dev[i]);
+		tci = v->vlan_id |
+		      vlan_dev_get_egress_qos_mask(c->dev[i], skb->priority);
+		err = nfb_vlan_push(skb, v->vlan_proto, tci, hh_len);
+		if (err)
+			return err;
+	}
+#endif
+	return 0;
+}
+
+/*
+ * The encapsulation of every packet of a bulk's list @skb, pushed before
+ * the bulk's link-layer header: the flow's (from 6.19, @chain NULL) or the
+ * VLAN devices' of @chain (6.1 / 6.12). A packet that cannot take it is
+ * dropped and counted. Returns the list. Out of the transmit loop, which
+ * stays as it is for every other bulk.
+ */
+static noinline struct sk_buff *nfb_push_list(struct sk_buff *skb,
+					      struct nfb_net *nn,
+					      const struct nfb_vlan_chain *chain,
+					      unsigned int hh_len)
+{
+	struct sk_buff *head = NULL, **tail = &head, *next;
+	int err;
+
+	for (; skb; skb = next) {
+		next = skb->next;
+		err = chain ? nfb_vlan_chain_push(skb, chain, hh_len) :
+			      nfb_encap_push(skb, NFB_CB(skb), hh_len);
+		if (unlikely(err)) {
+			skb_mark_not_on_list(skb);
+			nfb_count_drop(nn, err);
+			kfree_skb(skb);
+			continue;
+		}
+		*tail = skb;
+		tail = &skb->next;
+	}
+	*tail = NULL;
+	return head;
+}
+
+/* The ethertype the Ethernet header gets after nfb_vlan_chain_push(). */
+static __be16 nfb_vlan_chain_ethertype(const struct nfb_vlan_chain *c,
+				       __be16 proto)
+{
+#if IS_ENABLED(CONFIG_VLAN_8021Q)
+	if (c->n > 1)
+		return vlan_dev_priv(c->dev[c->n - 2])->vlan_proto;
+#endif
+	return proto;
+}
+
+/*
+ * The VLAN devices' own transmit counters, which the stock path counts
+ * as it goes through them (vlan_dev_hard_start_xmit()), for the bulk's
+ * packets @skb (a list) once their tags are pushed: each device counts
+ * the frame with its Ethernet header and less the tags of the devices
+ * below it (in vlan_tci or pushed later).
+ */
+static void nfb_vlan_chain_count(const struct nfb_vlan_chain *c,
+				 const struct sk_buff *skb)
+{
+#if IS_ENABLED(CONFIG_VLAN_8021Q)
+	unsigned int n = 0, bytes = 0;
+	struct vlan_pcpu_stats *st;
+	int i;
+
+	for (; skb; skb = skb->next) {
+		bytes += skb->len + ETH_HLEN;
+		n++;
+	}
+
+	for (i = 0; i < c->n; i++) {
+		st = this_cpu_ptr(vlan_dev_priv(c->dev[i])->vlan_pcpu_stats);
+		u64_stats_update_begin(&st->syncp);
+		u64_stats_add(&st->tx_packets, n);
+		u64_stats_add(&st->tx_bytes,
+			      bytes - n * VLAN_HLEN * (c->n - 1 - i));
+		u64_stats_update_end(&st->syncp);
+	}
+#endif
+}
+
+/*
  * Slow neighbour: exactly what the stock flowtable of 6.1 and 6.12 does,
- * per packet, on the route's device. From 6.19 the packet was to leave on
- * the real device behind it with the encapsulation pushed here; sent
- * through the route's device (a VLAN device, say) instead, it gets that
- * device's own encapsulation, the same.
+ * per packet, on the route's device. Where the packet was to leave on the
+ * real device behind it with the encapsulation pushed here (from 6.19, or
+ * a VLAN device's on 6.1 / 6.12), sent through the route's device (that
+ * VLAN device, say) instead, it gets that device's own encapsulation, the
+ * same. @r: why, for the counters.
  */
 static void nfb_neigh_xmit(struct sk_buff *skb, struct nfb_net *nn,
-			   __be16 proto)
+			   __be16 proto, enum nfb_fallback_reason r)
 {
 	struct nfb_cb cb = *NFB_CB(skb);
 
 	memset(skb->cb, 0, sizeof(skb->cb));
 	skb->dev = skb_dst(skb)->dev;
-	nfb_count_fallback(nn, NFB_FALLBACK_NEIGH);
+	nfb_count_fallback(nn, r);
 	if (proto == htons(ETH_P_IP))
 		neigh_xmit(NEIGH_ARP_TABLE, skb->dev, &cb.nexthop.v4, skb);
 	else
@@ -504,14 +653,19 @@ static enum nfb_stop nfb_start_xmit_list(struct sk_buff *skb,
 
 /*
  * validate_xmit_skb() changes nothing for a linear, non-GSO skb without
- * CHECKSUM_PARTIAL, VLAN tag, socket or secpath: it then only costs the
- * netif_skb_features() walk. Forwarded small packets are mostly such.
+ * CHECKSUM_PARTIAL, socket or secpath, and with no VLAN tag or one the
+ * device inserts (validate_xmit_vlan(): netif_skb_features() keeps the
+ * device's tag offloads for a tagged packet): it then only costs the
+ * netif_skb_features() walk. Forwarded small packets are mostly such,
+ * those the module tags itself (a VLAN output) included.
  */
-static bool nfb_needs_validate(const struct sk_buff *skb)
+static bool nfb_needs_validate(const struct sk_buff *skb,
+			       const struct net_device *dev)
 {
 	return skb_is_gso(skb) || skb->ip_summed == CHECKSUM_PARTIAL ||
-	       skb_vlan_tag_present(skb) || skb_is_nonlinear(skb) ||
-	       skb->sk || skb_sec_path(skb);
+	       (skb_vlan_tag_present(skb) &&
+		!vlan_hw_offload_capable(dev->features, skb->vlan_proto)) ||
+	       skb_is_nonlinear(skb) || skb->sk || skb_sec_path(skb);
 }
 
 /*
@@ -654,12 +808,17 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	struct ethhdr *ethp = NULL;
 	struct Qdisc *q, *bypass = NULL, *locked = NULL;
 	enum nfb_stop stop;
-	bool gso = false, encap;
+	bool gso = false, encap, vlan_push;
+	struct nfb_vlan_chain chain;
+	enum nfb_fallback_reason vr;
 	int cpu, err;
 
 	b->tail->next = NULL;
 	skb = b->head;
 	encap = nfb_pushes_encap(NFB_CB(skb));
+	/* 6.1 / 6.12: standing in for VLAN devices (fastpath.c, nfb_vlan_out()). */
+	vlan_push = !nfb_flowtable_pushes_encap() && b->xmit == NFB_XMIT_NEIGH &&
+		    skb_dst(skb)->dev != dev;
 
 	if (unlikely(!netif_running(dev))) {
 		nfb_drop_list(skb, nn, NFB_DROP_DEV_DOWN);
@@ -693,16 +852,19 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	if (!neigh || (!(READ_ONCE(neigh->nud_state) & NUD_CONNECTED) &&
 		       (!(READ_ONCE(neigh->nud_state) & NUD_VALID) ||
 			neigh_event_send(neigh, NULL)))) {
-		for (; skb; skb = next) {
-			next = skb->next;
-			skb_mark_not_on_list(skb);
-			nfb_neigh_xmit(skb, nn, b->proto);
-		}
-		return;
+		vr = NFB_FALLBACK_NEIGH;
+		goto neigh_xmit;
 	}
 	neigh_ha_snapshot(ha, neigh, neigh->dev);
 	ether_addr_copy(sa, dev->dev_addr);
 	sap = NULL;
+	if (vlan_push) {
+		vr = nfb_vlan_chain(neigh->dev, dev, &chain);
+		if (unlikely(vr != __NFB_FALLBACK_MAX))
+			goto neigh_xmit;
+		/* As vlan_dev_hard_header(): the VLAN device's address. */
+		ether_addr_copy(sa, neigh->dev->dev_addr);
+	}
 header:
 	/*
 	 * Headroom for what is pushed here, no more: as neigh_hh_output()
@@ -715,8 +877,12 @@ header:
 	if (dev->header_ops && dev->header_ops->create == eth_header) {
 		ether_addr_copy(eth.h_dest, ha);
 		ether_addr_copy(eth.h_source, sa);
-		eth.h_proto = encap ? nfb_encap_ethertype(NFB_CB(skb), b->proto) :
-				      b->proto;
+		if (encap)
+			eth.h_proto = nfb_encap_ethertype(NFB_CB(skb), b->proto);
+		else if (vlan_push)
+			eth.h_proto = nfb_vlan_chain_ethertype(&chain, b->proto);
+		else
+			eth.h_proto = b->proto;
 		ethp = &eth;
 		hh_len = ETH_HLEN;
 	}
@@ -743,12 +909,16 @@ header:
 	/* What __dev_queue_xmit() does with the route before the qdisc. */
 	dst_release = dev->priv_flags & IFF_XMIT_DST_RELEASE;
 
+	if (unlikely(encap || vlan_push)) {
+		skb = nfb_push_list(skb, nn, vlan_push ? &chain : NULL, hh_len);
+		if (vlan_push)
+			nfb_vlan_chain_count(&chain, skb);
+	}
+
 	for (; skb; skb = next) {
 		next = skb->next;
 		skb_mark_not_on_list(skb);
-		err = encap ? nfb_encap_push(skb, NFB_CB(skb), hh_len) : 0;
-		if (likely(!err))
-			err = nfb_push_l2(skb, dev, ha, sap, ethp, hh_len);
+		err = nfb_push_l2(skb, dev, ha, sap, ethp, hh_len);
 		if (unlikely(err)) {
 			nfb_count_drop(nn, err);
 			kfree_skb(skb);
@@ -764,7 +934,7 @@ header:
 			skb_dst_drop(skb);
 		else
 			skb_dst_force(skb);
-		validate |= nfb_needs_validate(skb);
+		validate |= nfb_needs_validate(skb, dev);
 		gso |= skb_is_gso(skb);
 		*tail = skb;
 		tail = &skb->next;
@@ -884,6 +1054,14 @@ queue:
 		skb_mark_not_on_list(skb);
 		nfb_count_fallback(nn, NFB_FALLBACK_QDISC);
 		dev_queue_xmit(skb);
+	}
+	return;
+
+neigh_xmit:
+	for (; skb; skb = next) {
+		next = skb->next;
+		skb_mark_not_on_list(skb);
+		nfb_neigh_xmit(skb, nn, b->proto, vr);
 	}
 }
 

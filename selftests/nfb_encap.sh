@@ -12,7 +12,8 @@
 #      s2 10.0.3.1 (on R's bridge)
 # Flowtable on r0 r1 r2 (the real devices and the bridge port).
 #
-# Cases: VLAN -> untagged, untagged -> VLAN, VLAN -> VLAN (tag rewritten),
+# Cases: VLAN -> untagged, untagged -> VLAN, VLAN -> VLAN (tag rewritten,
+# with the priority code point of r1.20's egress map before 6.19),
 # 802.1ad + 802.1Q -> untagged, untagged -> 802.1ad + 802.1Q (from 6.19 the
 # module pushes both tags itself, the inner one into the packet),
 # routed port -> bridge port (FLOW_OFFLOAD_XMIT_DIRECT; the replies go
@@ -20,6 +21,11 @@
 # and in order; at least 99 % of the stream was taken by the module (its
 # per-encapsulation / per-xmit-type counters); a capture on S shows the
 # right tag (or none) and, for the bridge, the cached MAC addresses.
+#
+# Before 6.19, where the module stands in for the VLAN device (its tags
+# pushed, the bulk to the real device): a stream into VLAN 10 must be
+# counted in r1.10's transmit counters, as the stock path's is, and with a
+# qdisc on r1.10 the stream must go through that qdisc.
 #
 # Mixed: untagged, VLAN 10 and VLAN 20 flows to the same output device r1,
 # held in the module's queue (test_hold) and released at once, so that
@@ -37,7 +43,7 @@ source "$(dirname "$0")/lib.sh"
 # shellcheck source=selftests/lib_fastpath.sh
 source "$(dirname "$0")/lib_fastpath.sh"
 
-nfb_require_tool ip nft python3 tcpdump jq
+nfb_require_tool ip nft python3 tcpdump jq tc
 
 PY=("$FP_DIR/nfb_encap.py")
 N=500
@@ -86,6 +92,8 @@ topology() {
 	vlan "$R" r0 10 10.0.11.254/24
 	vlan "$R" r1 10 10.0.12.254/24
 	vlan "$R" r1 20 10.0.22.254/24
+	# Priority 0 leaves r1.20 with priority code point 5 (below).
+	ip -n "$R" link set r1.20 type vlan egress-qos-map 0:5
 	vlan "$S" s0 10 10.0.12.1/24
 	vlan "$S" s0 20 10.0.22.1/24
 	vlan "$C" c0 100 "" 802.1ad
@@ -226,8 +234,13 @@ if [ "$streams" = 1 ]; then
 		"dst host 10.0.2.1 and dst port 6001 and not vlan"
 	run_case "untagged -> vlan" 10.0.1.1 10.0.12.1 6002 s0 none neigh \
 		"vlan 10 and dst host 10.0.12.1 and dst port 6002"
+	# r1.20's egress map gives the tag its priority code point 5, as the
+	# stock path through r1.20 does before 6.19; from 6.19 the stock hook
+	# pushes the bare id (nf_flow_vlan_push()), and so does the module.
+	pcp=5
+	if fp_kernel_pushes_encap; then pcp=0; fi
 	run_case "vlan -> vlan" 10.0.11.1 10.0.22.1 6003 s0 vlan neigh \
-		"vlan 20 and dst host 10.0.22.1 and dst port 6003"
+		"vlan 20 and (ether[14] & 0xe0) = $((pcp << 5)) and dst host 10.0.22.1 and dst port 6003"
 	run_case "802.1ad + 802.1Q -> untagged" 10.0.21.1 10.0.2.1 6006 s0 vlan2 neigh \
 		"dst host 10.0.2.1 and dst port 6006 and not vlan"
 	run_case "untagged -> 802.1ad + 802.1Q" 10.0.2.1 10.0.21.1 6007 c0 none neigh \
@@ -237,6 +250,42 @@ if [ "$streams" = 1 ]; then
 
 	run_case "bridge port -> routed port" 10.0.3.1 10.0.1.1 6005 c0 none neigh \
 		"dst host 10.0.1.1 and dst port 6005 and not vlan"
+fi
+
+# Before 6.19 the stock path sends through the VLAN device, and the module
+# stands in for it (its tag pushed, the bulk to the real device): the VLAN
+# device's transmit counters must count the packets all the same, and a
+# qdisc on it must see them (the module then sends through it).
+txp() {
+	ip -n "$R" -s -j link show "$1" | jq '.[0].stats64.tx.packets'
+}
+qdisc_sent() {
+	tc -n "$R" -s -j qdisc show dev "$1" | jq '[.[] | select(.kind == "pfifo")][0].packets'
+}
+fallbacks() {
+	mstat "'%d %d' % (t['fallback']['qdisc'], sum(t['fallback'].values()))"
+}
+if [ "$streams" = 1 ] && ! fp_kernel_pushes_encap; then
+	t0=$(txp r1.10)
+	read -r _ fb0 < <(fallbacks)
+	run_case "untagged -> vlan (the VLAN device's counters)" 10.0.1.1 10.0.12.1 6008 s0 none neigh \
+		"vlan 10 and dst host 10.0.12.1 and dst port 6008"
+	t1=$(txp r1.10)
+	read -r _ fb1 < <(fallbacks)
+	check "r1.10 counted what the module sent for it (tx packets +$((t1 - t0)), at least $N)" \
+		test $((t1 - t0)) -ge "$N"
+	check "the module sent it in lists to r1, through r1.10 not one by one (fallbacks +$((fb1 - fb0)))" \
+		test $((fb1 - fb0)) -eq 0
+	tc -n "$R" qdisc add dev r1.10 root pfifo limit 1000
+	read -r q0 _ < <(fallbacks)
+	run_case "untagged -> vlan (a qdisc on the VLAN device)" 10.0.1.1 10.0.12.1 6009 s0 none neigh \
+		"vlan 10 and dst host 10.0.12.1 and dst port 6009"
+	read -r q1 _ < <(fallbacks)
+	check "the qdisc on r1.10 sent the stream (sent $(qdisc_sent r1.10), at least $N)" \
+		test "$(qdisc_sent r1.10)" -ge "$N"
+	check "the module sent it through r1.10 (fallback qdisc +$((q1 - q0)), at least $N)" \
+		test $((q1 - q0)) -ge "$N"
+	tc -n "$R" qdisc del dev r1.10 root
 fi
 
 # Mixed: three flows, three encapsulations, one output device.
