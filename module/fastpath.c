@@ -310,10 +310,11 @@ struct nfb_out {
  * (the other direction's iifidx, its tags in encap[]). Its bulks go to the
  * real device, the VLAN devices' tags pushed per packet at transmit, as
  * the stock hook does from 6.19, instead of through the VLAN device one
- * packet at a time: the transmit tells such a bulk by its route's device,
- * which is not its output device (xmit.c, nfb_vlan_chain(), which checks
- * the VLAN devices per bulk and sends through them where it cannot stand
- * in for them: a qdisc, an egress hook). Only onto an Ethernet device.
+ * packet at a time: the transmit tells such a bulk by cb->stand_in (set
+ * in nfb_prepare(): its output device is not its route's; xmit.c,
+ * nfb_vlan_chain(), which checks the VLAN devices per bulk and sends
+ * through them where it cannot stand in for them: a qdisc, an egress
+ * hook). Only onto an Ethernet device.
  * Returns the device to send to. Out of line, and given no pointer to
  * the caller's nfb_out, which then stays in registers.
  */
@@ -619,6 +620,7 @@ static __always_inline void nfb_prepare(struct sk_buff *skb,
 	cb->flow_hash = hash_ptr(flow, 32);
 	cb->bulk_max = READ_ONCE(nn->bulk_max);
 	cb->xmit = out->xmit;
+	cb->stand_in = out->dst && out->dev != out->dst->dev;
 	BUILD_BUG_ON(sizeof(cb->encap) != sizeof(other->encap));
 	memcpy(cb->encap, other->encap, sizeof(cb->encap));
 	if (out->xmit == NFB_XMIT_DIRECT) {

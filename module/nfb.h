@@ -190,6 +190,14 @@ struct nfb_cb {
 	u32			flow_hash;
 	u16			bulk_max;
 	u8			xmit;		/* enum nfb_xmit */
+	/*
+	 * NEIGH, and the output device is not the route's: the module
+	 * stands in for the route's device (a VLAN device's tag, from 6.19
+	 * any encapsulation or tunnel, pushed here), whose neighbour it
+	 * uses. Set when the packet is taken: by the time of transmit the
+	 * route's device may be gone and the route pointing elsewhere.
+	 */
+	u8			stand_in;
 	struct {
 		u16		id;
 		__be16		proto;

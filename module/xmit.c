@@ -486,11 +486,11 @@ static void nfb_vlan_chain_count(const struct nfb_vlan_chain *c,
 
 /*
  * Slow neighbour: exactly what the stock flowtable of 6.1 and 6.12 does,
- * per packet, on the route's device. Where the packet was to leave on the
- * real device behind it with the encapsulation pushed here (from 6.19, or
- * a VLAN device's on 6.1 / 6.12), sent through the route's device (that
- * VLAN device, say) instead, it gets that device's own encapsulation, the
- * same. @r: why, for the counters.
+ * per packet, on the output device. Where the module stands in for the
+ * route's device (cb.stand_in: the packet was to leave on the real device
+ * behind it with the encapsulation pushed here), it goes through the
+ * route's device (that VLAN device, say) instead, which gives it its own
+ * encapsulation, the same. @r: why, for the counters.
  */
 static void nfb_neigh_xmit(struct sk_buff *skb, struct nfb_net *nn,
 			   __be16 proto, enum nfb_fallback_reason r)
@@ -498,7 +498,8 @@ static void nfb_neigh_xmit(struct sk_buff *skb, struct nfb_net *nn,
 	struct nfb_cb cb = *NFB_CB(skb);
 
 	memset(skb->cb, 0, sizeof(skb->cb));
-	skb->dev = skb_dst(skb)->dev;
+	if (cb.stand_in)
+		skb->dev = skb_dst(skb)->dev;
 	nfb_count_fallback(nn, r);
 	if (proto == htons(ETH_P_IP))
 		neigh_xmit(NEIGH_ARP_TABLE, skb->dev, &cb.nexthop.v4, skb);
@@ -817,8 +818,7 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	skb = b->head;
 	encap = nfb_pushes_encap(NFB_CB(skb));
 	/* 6.1 / 6.12: standing in for VLAN devices (fastpath.c, nfb_vlan_out()). */
-	vlan_push = !nfb_flowtable_pushes_encap() && b->xmit == NFB_XMIT_NEIGH &&
-		    skb_dst(skb)->dev != dev;
+	vlan_push = !nfb_flowtable_pushes_encap() && NFB_CB(skb)->stand_in;
 
 	if (unlikely(!netif_running(dev))) {
 		nfb_drop_list(skb, nn, NFB_DROP_DEV_DOWN);
@@ -845,10 +845,11 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	 * anything else takes the per-packet neigh_xmit() path, which queues
 	 * the packet while the address is resolved and, with the route still
 	 * attached, sends ICMP host unreachable when resolution fails. The
-	 * neighbour is the route's device's: from 6.19 that is not @dev when
-	 * the flow leaves on the real device behind it (a VLAN's, say).
+	 * neighbour is the route's device's, which is not @dev where the
+	 * module stands in for it (a VLAN device, say).
 	 */
-	neigh = nfb_neigh(skb_dst(skb)->dev, b->proto, NFB_CB(skb));
+	neigh = nfb_neigh(NFB_CB(skb)->stand_in ? skb_dst(skb)->dev : dev,
+			  b->proto, NFB_CB(skb));
 	if (!neigh || (!(READ_ONCE(neigh->nud_state) & NUD_CONNECTED) &&
 		       (!(READ_ONCE(neigh->nud_state) & NUD_VALID) ||
 			neigh_event_send(neigh, NULL)))) {
