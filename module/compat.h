@@ -175,11 +175,18 @@ static inline bool nfb_flowtable_pushes_encap(void)
 	return true;
 }
 
-/* nf_flow_queue_xmit4(): a NEIGH flow's device, NULL once it is gone. */
+/*
+ * nf_flow_queue_xmit4(): a NEIGH flow's device, NULL once it is gone. Most
+ * often the route's own (no VLAN, PPPoE or tunnel in between), which the
+ * route holds: then no lookup by index.
+ */
 static inline struct net_device *
 nfb_neigh_out_dev(struct net *net, const struct flow_offload_tuple *tuple,
 		  struct dst_entry *dst)
 {
+	if (likely(tuple->ifidx == dst->dev->ifindex &&
+		   net_eq(dev_net(dst->dev), net)))
+		return dst->dev;
 	return dev_get_by_index_rcu(net, tuple->ifidx);
 }
 #else

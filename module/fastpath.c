@@ -864,8 +864,8 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 	enum flow_offload_tuple_dir dir;
 	struct flow_offload *flow;
 	const struct flow_offload_tuple *other;
-	__be32 nexthop, tun_saddr = 0, tun_daddr = 0;
 	bool tun_rx = false, tun_tx;
+	__be32 nexthop;
 	struct flow_ports *ports;
 	struct nfb_out out;
 	struct rtable *rt;
@@ -892,8 +892,6 @@ again:
 	if (iph->protocol == IPPROTO_IPIP && nfb_tunnels() && !tun_rx) {
 		if (iph->ttl <= 1)
 			return NFB_DECLINE_TTL;
-		tun_saddr = iph->saddr;
-		tun_daddr = iph->daddr;
 		tun_rx = true;
 		offset += sizeof(*iph);
 		goto again;
@@ -929,8 +927,12 @@ again:
 	tuple.iifidx		= state->in->ifindex;
 	if (rx->layers)
 		nfb_tuple_encap(skb, &tuple);
-	if (tun_rx)
-		nfb_tuple_set_tun4(&tuple, tun_saddr, tun_daddr);
+	if (unlikely(tun_rx)) {
+		/* The outer header, still in front of the inner one. */
+		iph = (struct iphdr *)(skb_network_header(skb) + rx->offset);
+		nfb_tuple_set_tun4(&tuple, iph->saddr, iph->daddr);
+		iph = (struct iphdr *)(skb_network_header(skb) + offset);
+	}
 
 	tuplehash = nfb_flow_lookup(ft, &tuple, &refreshed);
 	if (!tuplehash)
