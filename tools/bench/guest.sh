@@ -274,7 +274,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 	local link=$1 encap=$2 g=$3 q=$4 config=$5 flows=$6 dev=s0 sink_ns=$NS_SUNRISE sink_dev=r0
 	sent=0 recv=0 reord=0 elapsed=0 wait_ns=0 best=0 best_recv=0 per_rep=()
 	misforwarded='' ttl=62
-	local dmac status=ok west_off=0 east_off=0
+	local dmac status=ok west_off=0 east_off=0 alt_opts
 	local kicks0=0 kicks1=0 taken0=0 taken1=0 bulks0=0 bulks1=0 mod0='{}' mod1='{}'
 	local fwd0=0 fwd1=0
 	topo_flowtable_del
@@ -300,8 +300,12 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		fi
 		;;
 	bulk-alt)
+		# On a kernel the module is not proven on, the option the
+		# selftests' library gives every load (NFB_UNPROVEN_KERNEL=1).
+		alt_opts=()
+		if [ "${NFB_UNPROVEN_KERNEL:-0}" = 1 ]; then alt_opts=(unproven_kernel=1); fi
 		if [ "$bulk_ok" = 1 ] && rmmod "$NFB_MODULE" &&
-			insmod "$repo/build/kmod/$kver/alt/$NFB_MODULE.ko"; then
+			insmod "$repo/build/kmod/$kver/alt/$NFB_MODULE.ko" "${alt_opts[@]}"; then
 			topo_flowtable_add early_ingress || status=attach-failed
 		else
 			status=unavailable
