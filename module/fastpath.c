@@ -525,6 +525,22 @@ static unsigned int nfb_tunnel_headroom(const struct dst_entry *dst,
 	return hlen + LL_RESERVED_SPACE(dst->dev) + dst->header_len;
 }
 
+/* What both pushes do first, then room for the outer header of @hlen. */
+static int nfb_tunnel_prepare(struct sk_buff *skb, int gso_type, u8 ipproto,
+			      unsigned int hlen)
+{
+	int err;
+
+	err = iptunnel_handle_offloads(skb, gso_type);
+	if (unlikely(err))
+		return err;
+	skb_set_inner_ipproto(skb, ipproto);
+	skb_scrub_packet(skb, true);
+	skb_push(skb, hlen);
+	skb_reset_network_header(skb);
+	return 0;
+}
+
 static int nfb_ipip_push(struct net *net, struct sk_buff *skb,
 			 const struct flow_offload_tuple *other,
 			 const struct dst_entry *dst)
@@ -534,15 +550,11 @@ static int nfb_ipip_push(struct net *net, struct sk_buff *skb,
 	__be16 frag_off = iph->frag_off;
 	int err;
 
-	err = iptunnel_handle_offloads(skb, SKB_GSO_IPXIP4);
+	err = nfb_tunnel_prepare(skb, SKB_GSO_IPXIP4, IPPROTO_IPIP,
+				 sizeof(*iph));
 	if (unlikely(err))
 		return err;
-	skb_set_inner_ipproto(skb, IPPROTO_IPIP);
-	skb_scrub_packet(skb, true);
 	skb_clear_hash_if_not_l4(skb);
-
-	skb_push(skb, sizeof(*iph));
-	skb_reset_network_header(skb);
 	iph = ip_hdr(skb);
 	iph->version	= 4;
 	iph->ihl	= sizeof(*iph) >> 2;
@@ -570,14 +582,10 @@ static int nfb_ip6ip6_push(struct net *net, struct sk_buff *skb,
 	};
 	int err;
 
-	err = iptunnel_handle_offloads(skb, SKB_GSO_IPXIP6);
+	err = nfb_tunnel_prepare(skb, SKB_GSO_IPXIP6, IPPROTO_IPV6,
+				 sizeof(*ip6h));
 	if (unlikely(err))
 		return err;
-	skb_set_inner_ipproto(skb, IPPROTO_IPV6);
-	skb_scrub_packet(skb, true);
-
-	skb_push(skb, sizeof(*ip6h));
-	skb_reset_network_header(skb);
 	ip6h = ipv6_hdr(skb);
 	ip6_flow_hdr(ip6h, dsfield,
 		     ip6_make_flowlabel(net, skb, fl6.flowlabel, true, &fl6));
