@@ -15,6 +15,8 @@
 #   make bench-xdp       the benchmark's XDP forwarder (BPF objects)
 #   make bench-setup     flow set-up: 5,000 new flows per second, stock and
 #                        the module (tools/bench/setup.sh)
+#   make bench-hosts     sunset - west - east - sunrise on four guests, or on
+#                        the real hosts of INVENTORY=file (tools/bench/hosts)
 #   make setup           install what the build, tests and demo need (apt-get)
 #   make install         module into /lib/modules/KVER/updates (depmod), tool,
 #                        man page, completion, examples under PREFIX; DESTDIR
@@ -46,7 +48,7 @@ EXAMPLES := packaging/modprobe.d/nf_flow_bulk.conf \
 	packaging/sysctl.d/90-nf_flow_bulk.conf \
 	packaging/modules-load.d/nf_flow_bulk.conf
 
-.PHONY: all module bench-module bench-xdp bench-setup modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
+.PHONY: all module bench-module bench-xdp bench-setup bench-hosts modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
 .PHONY: install uninstall install-module uninstall-module install-userspace uninstall-userspace
 .PHONY: dkms dkms-source dkms-uninstall
 
@@ -182,6 +184,15 @@ bench-peers:
 
 bench-setup:
 	tools/bench/run --setup
+
+# The four-host benchmark (tools/bench/hosts): four guests by default, or
+# the real hosts of INVENTORY=file over ssh. HOSTS_OPTS: more options
+# (--flows, --modes, --reps, --count, --kernel, --publish).
+INVENTORY ?=
+HOSTS_OPTS ?=
+bench-hosts: all bench-xdp
+	tools/setup
+	tools/bench/hosts $(if $(INVENTORY),--inventory $(INVENTORY)) $(HOSTS_OPTS)
 
 setup:
 	tools/setup

@@ -1,0 +1,253 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The four-host benchmark's agent on each host (tools/bench/hosts copies it,
+# with what it uses, to /tmp/nfb-bench on every host and runs it over ssh):
+#
+#   hosts-node.sh check
+#   hosts-node.sh prepare QUEUES IFACE=ADDRESS/PREFIX...
+#   hosts-node.sh route PREFIX VIA
+#   hosts-node.sh mode MODE RX TX        (routers)
+#   hosts-node.sh offloaded              (routers: flows in the flowtable)
+#   hosts-node.sh snap RX TX             (routers: one line of counters)
+#   hosts-node.sh sink IFACE | sink-count   (sunrise)
+#   hosts-node.sh gen IFACE DMAC SRC DST_MIN DST_MAX FLOWS TRAIN COUNT LEN RATE BURST
+#   hosts-node.sh cleanup
+#
+# Everything it installs lives in /tmp/nfb-bench (the module, flowbulk, the
+# XDP objects): nothing is written to the host's system directories, and
+# cleanup takes back what the run changed (nft table, module, XDP, pktgen).
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+module=nf_flow_bulk
+table=nfb_bench
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+die() {
+	echo "$(hostname): $*" >&2
+	exit 1
+}
+
+flowbulk() {
+	"$here/flowbulk" "$@"
+}
+
+# The features the modes change, back to the stock defaults, on IFACE.
+features_default() {
+	ethtool -K "$1" gro on rx-gro-list off rx-udp-gro-forwarding off >/dev/null 2>&1 || true
+	ip link set dev "$1" xdpdrv off 2>/dev/null || true
+}
+
+mode_reset() {
+	local d
+	flowbulk table delete inet "$table" >/dev/null 2>&1 || true
+	conntrack -F >/dev/null 2>&1 || true
+	for d in "$@"; do
+		features_default "$d"
+	done
+}
+
+flowtable() {
+	modprobe nf_flow_table_inet
+	flowbulk table add inet "$table"
+	flowbulk flowtable add inet "$table" ft hook "$1" priority 0 devices "$2,$3"
+	flowbulk offload add inet "$table" ft proto all
+	# An hour, not 30 s: a flow must not leave the flowtable between
+	# the warm-up and the last repetition.
+	sysctl -qw net.netfilter.nf_flowtable_udp_timeout=3600 \
+		net.netfilter.nf_flowtable_tcp_timeout=3600
+}
+
+load_module() {
+	[ -d "/sys/module/$module" ] && return 0
+	modprobe nf_flow_table
+	modprobe nf_flow_table_inet
+	# NFB_MODULE_OPTS: module parameters, words.
+	# shellcheck disable=SC2086
+	insmod "$here/$module.ko" ${NFB_MODULE_OPTS:-}
+}
+
+cmd=${1:?command}
+shift
+case "$cmd" in
+check)
+	# What the run needs on this host, named when it is missing.
+	for t in nft conntrack ethtool ip modprobe insmod; do
+		command -v "$t" >/dev/null || die "$t missing"
+	done
+	[ -f "$here/$module.ko" ] || die "no $module.ko for $(uname -r) in $here"
+	"$here/flowbulk" --version >/dev/null 2>&1 || die "flowbulk does not run here (libnftnl, libmnl, libnftables?)"
+	modprobe -n pktgen || die "no pktgen module (CONFIG_NET_PKTGEN)"
+	echo "$(uname -r) $(nproc)"
+	;;
+prepare)
+	queues=${1:?queues}
+	shift
+	modprobe nf_conntrack
+	sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
+		net.ipv4.conf.default.rp_filter=0
+	ncpu=$(nproc)
+	for spec in "$@"; do
+		dev=${spec%%=*}
+		addr=${spec#*=}
+		[ -d "/sys/class/net/$dev" ] || die "no interface $dev"
+		ip addr flush dev "$dev"
+		sysctl -qw "net.ipv6.conf.$dev.disable_ipv6=1" "net.ipv4.conf.$dev.rp_filter=0"
+		ethtool -L "$dev" combined "$queues" >/dev/null 2>&1 || true
+		ip link set "$dev" up
+		ip addr add "$addr" dev "$dev"
+		features_default "$dev"
+		# XPS: transmit queue i on CPU i.
+		i=0
+		for q in /sys/class/net/"$dev"/queues/tx-*; do
+			[ -w "$q/xps_cpus" ] || continue
+			n=${q##*/tx-}
+			[ "$n" -lt "$ncpu" ] || continue
+			printf '%x\n' $((1 << n)) >"$q/xps_cpus" 2>/dev/null || true
+			i=$((i + 1))
+		done
+	done
+	;;
+route)
+	ip route replace "${1:?prefix}" via "${2:?next hop}"
+	;;
+mode)
+	mode=${1:?mode}
+	rx=${2:?receive device}
+	tx=${3:?send device}
+	mode_reset "$rx" "$tx"
+	case "$mode" in
+	plain) ;;
+	stock) flowtable ingress "$rx" "$tx" ;;
+	fraglist)
+		flowtable ingress "$rx" "$tx"
+		# As on a real NIC, which cannot send a frag list: the router
+		# segments the list itself.
+		ethtool -K "$tx" tx-gso-list off >/dev/null 2>&1 || true
+		ethtool -K "$rx" rx-gro-list on
+		;;
+	udpfwd)
+		flowtable ingress "$rx" "$tx"
+		ethtool -K "$rx" rx-udp-gro-forwarding on
+		;;
+	bulk)
+		load_module
+		flowtable early_ingress "$rx" "$tx"
+		;;
+	xdp)
+		# On both devices: virtio-net takes a redirected frame only on
+		# a device with an XDP program of its own.
+		ip link set dev "$rx" xdpdrv obj "$here/xdp_fwd.o" sec xdp
+		ip link set dev "$tx" xdpdrv obj "$here/xdp_fwd.o" sec xdp
+		;;
+	*) die "unknown mode $mode" ;;
+	esac
+	;;
+offloaded)
+	conntrack -L 2>/dev/null | grep -c OFFLOAD || true
+	;;
+snap)
+	# uptime (1/100 s), CPUs, idle + iowait and softirq summed over the
+	# CPUs (USER_HZ ticks, 1/100 s), the devices' packets, and what the
+	# module took and in how many bulks (0 without it).
+	rx=${1:?receive device}
+	tx=${2:?send device}
+	# /proc/net/stat/nf_flow_bulk: a header, then a row a CPU, in hex.
+	taken=0 bulks=0
+	if [ -r /proc/net/stat/nf_flow_bulk ]; then
+		ip=-1 ib=-1
+		{
+			read -r -a hdr
+			for i in "${!hdr[@]}"; do
+				[ "${hdr[$i]}" != packets ] || ip=$i
+				[ "${hdr[$i]}" != bulks ] || ib=$i
+			done
+			while read -r -a row; do
+				[ "$ip" -lt 0 ] || taken=$((taken + 16#${row[$ip]}))
+				[ "$ib" -lt 0 ] || bulks=$((bulks + 16#${row[$ib]}))
+			done
+		} </proc/net/stat/nf_flow_bulk
+	fi
+	read -r up _ </proc/uptime
+	awk -v up="$up" -v taken="$taken" -v bulks="$bulks" \
+		-v rxp="$(cat "/sys/class/net/$rx/statistics/rx_packets")" \
+		-v txp="$(cat "/sys/class/net/$tx/statistics/tx_packets")" '
+		/^cpu[0-9]/ { n++; idle += $5 + $6; sirq += $8 }
+		END { printf "%d %d %d %d %d %d %s %s\n", up * 100 + 0.5, n, idle, sirq, rxp, txp, taken, bulks }' /proc/stat
+	;;
+sink)
+	dev=${1:?device}
+	nft delete table netdev "$table" 2>/dev/null || true
+	nft -f - <<EOF
+table netdev $table {
+	chain in {
+		type filter hook ingress device "$dev" priority 0; policy accept;
+		udp dport 9 counter drop
+	}
+}
+EOF
+	;;
+sink-count)
+	nft -j list chain netdev "$table" in |
+		python3 -c 'import json, sys
+for o in json.load(sys.stdin)["nftables"]:
+    for e in o.get("rule", {}).get("expr", []):
+        if "counter" in e:
+            print(e["counter"]["packets"])'
+	;;
+gen)
+	dev=${1:?} dmac=${2:?} src=${3:?} dmin=${4:?} dmax=${5:?} flows=${6:?}
+	train=${7:?} count=${8:?} len=${9:?} rate=${10:-0} burst=${11:-1}
+	modprobe pktgen
+	pg() {
+		echo "$2" >"/proc/net/pktgen/$1"
+		grep -q '^Result: OK' "/proc/net/pktgen/$1" ||
+			die "pktgen $1 '$2': $(grep '^Result' "/proc/net/pktgen/$1")"
+	}
+	pg kpktgend_0 rem_device_all
+	pg kpktgend_0 "add_device $dev"
+	p=$dev
+	pg "$p" "count $count"
+	pg "$p" "clone_skb 0"
+	pg "$p" "pkt_size $len"
+	pg "$p" "delay 0"
+	# Frames handed to the driver BURST at a time (xmit_more): one doorbell
+	# a burst, so a router sees them arrive together, as from a sender
+	# faster than itself.
+	[ "$burst" = 1 ] || pg "$p" "burst $burst"
+	[ "$rate" = 0 ] || pg "$p" "ratep $rate"
+	pg "$p" "dst_mac $dmac"
+	pg "$p" "src_min $src"
+	pg "$p" "src_max $src"
+	pg "$p" "dst_min $dmin"
+	pg "$p" "dst_max $dmax"
+	pg "$p" "udp_src_min 9"
+	pg "$p" "udp_src_max 9"
+	pg "$p" "udp_dst_min 9"
+	pg "$p" "udp_dst_max 9"
+	# One destination address per flow, TRAIN packets of a flow before
+	# the next one's.
+	pg "$p" "flows $flows"
+	pg "$p" "flowlen $train"
+	pg "$p" "flag FLOW_SEQ"
+	echo start >/proc/net/pktgen/pgctrl
+	# What it sent (with bursts, up to a burst more than asked) and at
+	# what rate.
+	echo "$(awk '$1 == "pkts-sofar:" { print $2 }' "/proc/net/pktgen/$p")" \
+		"$(grep -o '[0-9]*pps' "/proc/net/pktgen/$p" | head -n 1)"
+	pg kpktgend_0 rem_device_all
+	;;
+cleanup)
+	nft delete table netdev "$table" 2>/dev/null || true
+	flowbulk table delete inet "$table" >/dev/null 2>&1 || true
+	for d in /sys/class/net/*; do
+		ip link set dev "${d##*/}" xdpdrv off 2>/dev/null || true
+	done
+	[ ! -d "/sys/module/$module" ] || rmmod "$module" || true
+	[ ! -d /proc/net/pktgen ] || rmmod pktgen || true
+	;;
+*)
+	die "unknown command $cmd"
+	;;
+esac

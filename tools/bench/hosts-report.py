@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The four-host benchmark's figures (tools/bench/hosts writes raw.jsonl).
+
+  tools/bench/hosts-report.py OUTDIR [--smoke=1]
+
+Per point and router: CPU time per forwarded packet, from the router's own
+/proc/uptime and /proc/stat (hosts-node.sh snap): the time its CPUs were not
+idle, less the rate at which they are busy forwarding nothing (the quiet
+intervals at the start and the end of the run), divided by the packets its
+send device transmitted. /proc/stat counts in 1/100 s: a point must keep a
+router busy for seconds for that to be a small error (the spread of the
+repetitions shows it). In the guests (QEMU icount, one nanosecond per
+instruction while a vCPU runs) the time counts instructions.
+
+Writes OUTDIR/results.json, results.md and results.png (gnuplot), and
+prints the table. With --smoke=1 it also fails (exit 1) unless every point
+was delivered, and nf_flow_bulk took the traffic where it ran and nowhere
+else: the checks of the four-guest selftest.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+TICK_NS = 10_000_000  # USER_HZ = 100
+FIELDS = ["up", "cpus", "idle", "softirq", "rx", "tx", "taken", "bulks"]
+MODE_ORDER = ["plain", "stock", "fraglist", "udpfwd", "bulk-west", "bulk-east", "bulk", "xdp"]
+MODE_TITLE = {
+    "plain": "plain forwarding",
+    "stock": "stock flowtable",
+    "fraglist": "stock + fraglist GRO",
+    "udpfwd": "stock + UDP GRO forwarding",
+    "bulk-west": "nf_flow_bulk on west",
+    "bulk-east": "nf_flow_bulk on east",
+    "bulk": "nf_flow_bulk on both",
+    "xdp": "XDP (xdp_fwd)",
+}
+
+
+def router(values, i):
+    n = len(FIELDS)
+    return dict(zip(FIELDS, values[i * n:(i + 1) * n]))
+
+
+def delta(before, after, i):
+    a, b = router(before, i), router(after, i)
+    return {k: b[k] - a[k] for k in FIELDS if k != "cpus"} | {"cpus": b["cpus"]}
+
+
+def busy_ticks(d):
+    return d["cpus"] * d["up"] - d["idle"]
+
+
+def main():
+    out = sys.argv[1]
+    smoke = any(a == "--smoke=1" for a in sys.argv[2:])
+    rows = [json.loads(line) for line in open(os.path.join(out, "raw.jsonl")) if line.strip()]
+    base = [r for r in rows if r["type"] == "baseline"]
+    points = [r for r in rows if r["type"] == "point"]
+    if not points:
+        sys.exit("hosts-report: no points in raw.jsonl")
+    # Busy ticks per tick of uptime while nothing is forwarded, per router:
+    # the lower of the two quiet intervals (the agent's reads are in both).
+    quiet = []
+    for i in range(2):
+        rates = []
+        for b in base:
+            d = delta(b["before"], b["after"], i)
+            if d["up"] > 0:
+                rates.append(max(0.0, busy_ticks(d) / d["up"]))
+        quiet.append(min(rates) if rates else 0.0)
+
+    unit = "instructions" if points[0].get("icount") else "ns"
+    groups = {}
+    for p in points:
+        key = (p["mode"], p["flows"], p["train"])
+        g = groups.setdefault(key, {"west": [], "east": [], "delivered": [], "count": p["count"],
+                                    "taken": [[], []], "bulk": [[], []],
+                                    "offloaded": p.get("offloaded", {})})
+        for i, name in enumerate(["west", "east"]):
+            d = delta(p["before"], p["after"], i)
+            busy = (busy_ticks(d) - quiet[i] * d["up"]) * TICK_NS
+            fwd = d["tx"]
+            g[name].append(busy / fwd if fwd > 0 else None)
+            g["taken"][i].append(d["taken"] / p["sent"])
+            if d["bulks"] > 0:
+                g["bulk"][i].append(d["taken"] / d["bulks"])
+        g["delivered"].append(p["delivered"] / p["sent"])
+
+    def summary(vals):
+        vals = [v for v in vals if v is not None]
+        if not vals:
+            return None
+        return {"median": round(statistics.median(vals)), "min": round(min(vals)),
+                "max": round(max(vals)), "runs": [round(v) for v in vals]}
+
+    results = []
+    for (mode, flows, train), g in sorted(groups.items(), key=lambda kv: (
+            MODE_ORDER.index(kv[0][0]), kv[0][1], kv[0][2])):
+        w, e = summary(g["west"]), summary(g["east"])
+        results.append({
+            "mode": mode, "flows": flows, "train": train, "count": g["count"],
+            "west": w, "east": e,
+            "router": round((w["median"] + e["median"]) / 2) if w and e else None,
+            "delivered_min": min(g["delivered"]),
+            "taken_west": min(g["taken"][0]), "taken_east": min(g["taken"][1]),
+            "bulk_size": [round(statistics.median(b), 1) if b else None for b in g["bulk"]],
+        })
+    meta = {"kernel": points[0]["kernel"], "cpus": points[0]["cpus"],
+            "guests": points[0].get("guests"), "unit": unit, "len": points[0]["len"],
+            "quiet_busy_share": [round(q, 4) for q in quiet]}
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"meta": meta, "points": results}, f, indent=1)
+
+    modes = [m for m in MODE_ORDER if any(r["mode"] == m for r in results)]
+    keys = sorted({(r["flows"], r["train"]) for r in results})
+    by = {(r["mode"], r["flows"], r["train"]): r for r in results}
+    where = ("four QEMU guests (icount)" if points[0].get("icount") else
+             "four QEMU guests (real time)" if meta["guests"] else "four hosts")
+    lines = [f"Four hosts, {where}, kernel {meta['kernel']}, {meta['cpus']} CPUs per host, "
+             f"{meta['len']}-byte UDP frames. Per router: {unit} per forwarded packet, "
+             "west / east, median of the repetitions (min-max in results.json).", ""]
+    lines.append("| flows | train | " + " | ".join(MODE_TITLE[m] for m in modes) + " |")
+    lines.append("|---|---|" + "---|" * len(modes))
+    for flows, train in keys:
+        cells = []
+        for m in modes:
+            r = by.get((m, flows, train))
+            if not r or not r["west"] or not r["east"]:
+                cells.append("-")
+                continue
+            mark = "" if r["delivered_min"] >= 0.999 else f" (delivered {r['delivered_min']:.1%})"
+            cells.append(f"{r['west']['median']} / {r['east']['median']}{mark}")
+        lines.append(f"| {flows} | {train} | " + " | ".join(cells) + " |")
+    md = "\n".join(lines) + "\n"
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write(md)
+    print(md)
+
+    # The chart: the mean of the two routers against flows, a line a mode.
+    dat = os.path.join(out, "plot.dat")
+    with open(dat, "w") as f:
+        f.write("# x flows " + " ".join(modes) + "\n")
+        for x, (flows, train) in enumerate(k for k in keys if k[1] == keys[0][1]):
+            vals = []
+            for m in modes:
+                r = by.get((m, flows, train))
+                vals.append(str(r["router"]) if r and r["router"] is not None else "NaN")
+            f.write(f"{x} {flows} " + " ".join(vals) + "\n")
+    plot = ";".join([
+        'set terminal pngcairo size 1100,600 font ",10"',
+        f"set output '{os.path.join(out, 'results.png')}'",
+        f"set title 'Four hosts: per-router cost ({unit} per packet, mean of west and east; lower is better)'",
+        "set xlabel 'flows'", f"set ylabel '{unit} per packet'", "set yrange [0:*]",
+        "set grid ytics", "set key outside right", "set datafile missing 'NaN'",
+        "plot " + ", ".join(
+            f"'{dat}' using 1:{i + 3}:xtic(2) with linespoints title '{MODE_TITLE[m].replace('_', chr(92) * 2 + '_')}'"
+            for i, m in enumerate(modes)),
+    ])
+    try:
+        subprocess.run(["gnuplot", "-e", plot], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"hosts-report: no chart: {e}", file=sys.stderr)
+
+    if smoke:
+        failed = []
+        for r in results:
+            name = f"{r['mode']} flows={r['flows']} train={r['train']}"
+            if r["delivered_min"] < 0.99:
+                failed.append(f"{name}: delivered {r['delivered_min']:.1%}")
+            want_w = r["mode"] in ("bulk", "bulk-west")
+            want_e = r["mode"] in ("bulk", "bulk-east")
+            for side, want, took in (("west", want_w, r["taken_west"]), ("east", want_e, r["taken_east"])):
+                if want and took < 0.9:
+                    failed.append(f"{name}: nf_flow_bulk on {side} took {took:.1%}")
+                if not want and took > 0:
+                    failed.append(f"{name}: nf_flow_bulk took {took:.1%} on {side}, where it is not attached")
+            if not r["west"] or not r["east"]:
+                failed.append(f"{name}: no cost measured")
+        for f_ in failed:
+            print(f"hosts-report: FAIL: {f_}", file=sys.stderr)
+        if failed:
+            sys.exit(1)
+        print(f"hosts-report: smoke checks passed ({len(results)} points)")
+
+
+if __name__ == "__main__":
+    main()
