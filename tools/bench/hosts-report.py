@@ -13,7 +13,7 @@ router busy for seconds for that to be a small error (the spread of the
 repetitions shows it). In the guests (QEMU icount, one nanosecond per
 instruction while a vCPU runs) the time counts instructions.
 
-Writes OUTDIR/results.json, results.md and results.png (gnuplot), and
+Writes OUTDIR/results.json, results.md, results.rst and results.png (gnuplot), and
 prints the table. With --smoke=1 it also fails (exit 1) unless every point
 was delivered, and nf_flow_bulk took the traffic where it ran and nowhere
 else: the checks of the four-guest selftest.
@@ -122,7 +122,7 @@ def main():
              "four QEMU guests (real time)" if meta["guests"] else "four hosts")
     lines = [f"Four hosts, {where}, kernel {meta['kernel']}, {meta['cpus']} CPUs per host, "
              f"{meta['len']}-byte UDP frames. Per router: {unit} per forwarded packet, "
-             "west / east, median of the repetitions (min-max in results.json).", ""]
+             "west / east, median of the repetitions, and the repetition farthest from it.", ""]
     lines.append("| flows | train | " + " | ".join(MODE_TITLE[m] for m in modes) + " |")
     lines.append("|---|---|" + "---|" * len(modes))
     for flows, train in keys:
@@ -132,13 +132,24 @@ def main():
             if not r or not r["west"] or not r["east"]:
                 cells.append("-")
                 continue
-            mark = "" if r["delivered_min"] >= 0.999 else f" (delivered {r['delivered_min']:.1%})"
-            cells.append(f"{r['west']['median']} / {r['east']['median']}{mark}")
+            mark = "" if r["delivered_min"] >= 0.999 else f", delivered {r['delivered_min']:.1%}"
+            # The spread: the repetition farthest from its median.
+            dev = max(max(abs(v - x["median"]) for v in x["runs"]) / x["median"]
+                      for x in (r["west"], r["east"]) if x["median"])
+            cells.append(f"{r['west']['median']} / {r['east']['median']} (±{dev:.1%}{mark})")
         lines.append(f"| {flows} | {train} | " + " | ".join(cells) + " |")
     md = "\n".join(lines) + "\n"
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write(md)
     print(md)
+    # The same table for the documentation (Documentation/perf/hosts.rst).
+    rst = [".. csv-table:: " + lines[0], "   :header-rows: 1", "",
+           "   " + ", ".join(['"flows"', '"train"'] + [f'"{MODE_TITLE[m]}"' for m in modes])]
+    for row in lines[3:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        rst.append("   " + ", ".join(f'"{c}"' for c in cells))
+    with open(os.path.join(out, "results.rst"), "w") as f:
+        f.write("\n".join(rst) + "\n")
 
     # The chart: the mean of the two routers against flows, a line a mode.
     dat = os.path.join(out, "plot.dat")
