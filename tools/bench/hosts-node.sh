@@ -12,7 +12,7 @@
 #   hosts-node.sh snap RX TX             (routers: one line of counters)
 #   hosts-node.sh sink IFACE | sink-count   (sunrise)
 #   hosts-node.sh gen IFACE DMAC SRC DST_MIN DST_MAX FLOWS TRAIN COUNT LEN RATE BURST
-#   hosts-node.sh cleanup
+#   hosts-node.sh cleanup IFACE...
 #
 # Everything it installs lives in /tmp/nfb-bench (the module, flowbulk, the
 # XDP objects): nothing is written to the host's system directories, and
@@ -239,10 +239,12 @@ gen)
 	pg kpktgend_0 rem_device_all
 	;;
 cleanup)
+	# Only what the run made, on the inventory's devices: another XDP
+	# program of the host stays.
 	nft delete table netdev "$table" 2>/dev/null || true
 	flowbulk table delete inet "$table" >/dev/null 2>&1 || true
-	for d in /sys/class/net/*; do
-		ip link set dev "${d##*/}" xdpdrv off 2>/dev/null || true
+	for d in "$@"; do
+		features_default "$d"
 	done
 	[ ! -d "/sys/module/$module" ] || rmmod "$module" || true
 	[ ! -d /proc/net/pktgen ] || rmmod pktgen || true
