@@ -33,6 +33,7 @@
  * hook lists under RTNL), so a namespace holds at most max_attachments of
  * them, a module parameter: the host's root sets it, not the namespace's.
  */
+#include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/netdevice.h>
 #include <linux/rtnetlink.h>
@@ -80,6 +81,55 @@ struct nfb_found {
 	int			priority;
 };
 
+/*
+ * Hook functions found not to be the inet flowtable's, so that a walk does
+ * not run sprint_symbol() on every foreign hook it passes (every netdev
+ * chain's, say) for as long as no inet flowtable has been seen. Under RTNL.
+ * A module going away takes its functions with it, and another module's
+ * could later sit at the same address: nfb_modules_gone, moved by a module
+ * notifier before the module's text is freed, empties the cache.
+ */
+#define NFB_REJECTED_MAX	8
+static unsigned long nfb_rejected[NFB_REJECTED_MAX];	/* addresses */
+static unsigned int nfb_rejected_next;
+static unsigned int nfb_rejected_gen;
+static atomic_t nfb_modules_gone = ATOMIC_INIT(0);
+
+static bool nfb_flowtable_hook_learn(nf_hookfn *fn, const void *priv)
+{
+	unsigned int gen = atomic_read(&nfb_modules_gone);
+	unsigned int i;
+
+	ASSERT_RTNL();
+	if (nfb_is_flowtable_hook(fn))
+		return true;
+	if (gen != nfb_rejected_gen) {
+		memset(nfb_rejected, 0, sizeof(nfb_rejected));
+		nfb_rejected_gen = gen;
+	}
+	for (i = 0; i < NFB_REJECTED_MAX; i++)
+		if (nfb_rejected[i] == (unsigned long)fn)
+			return false;
+	nfb_learn_inet_hook(fn, priv);
+	if (nfb_is_flowtable_hook(fn))
+		return true;
+	nfb_rejected[nfb_rejected_next] = (unsigned long)fn;
+	nfb_rejected_next = (nfb_rejected_next + 1) % NFB_REJECTED_MAX;
+	return false;
+}
+
+static int nfb_module_event(struct notifier_block *nb, unsigned long state,
+			    void *data)
+{
+	if (state == MODULE_STATE_GOING)
+		atomic_inc(&nfb_modules_gone);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block nfb_module_notifier = {
+	.notifier_call	= nfb_module_event,
+};
+
 static bool nfb_ft_matches(const struct nfb_attach *a,
 			   const struct nf_flowtable *ft)
 {
@@ -92,6 +142,37 @@ static bool nfb_ft_matches(const struct nfb_attach *a,
 }
 
 /*
+ * Whether the flowtable of @a hooks in on @dev; if so, where, in @out.
+ * Caller holds RTNL and the RCU read lock.
+ */
+static bool nfb_find_on(const struct nfb_attach *a, struct net_device *dev,
+			struct nfb_found *out)
+{
+	const struct nf_hook_entries *e;
+	struct nf_hook_ops **ops;
+	unsigned int i;
+
+	e = rcu_dereference(dev->nf_hooks_ingress);
+	if (!e)
+		return false;
+	ops = nf_hook_entries_get_hook_ops(e);
+	for (i = 0; i < e->num_hook_entries; i++) {
+		nf_hookfn *fn = e->hooks[i].hook;
+
+		if (fn == nfb_hook_fn ||
+		    !nfb_flowtable_hook_learn(fn, e->hooks[i].priv) ||
+		    !nfb_ft_matches(a, e->hooks[i].priv))
+			continue;
+		out->dev = dev;
+		out->cookie = e->hooks[i].priv;
+		out->entries = e;
+		out->priority = ops[i]->priority;
+		return true;
+	}
+	return false;
+}
+
+/*
  * Where the flowtable of @a hooks in now: the first @max devices go to
  * @out; returns how many there are. A flowtable
  * can have any number of devices (nf_tables takes at most 256 per request,
@@ -101,40 +182,17 @@ static unsigned int nfb_find(struct net *net, const struct nfb_attach *a,
 			     struct nfb_found *out, unsigned int max)
 {
 	struct net_device *dev;
+	struct nfb_found f;
 	unsigned int n = 0;
 
 	ASSERT_RTNL();
 	rcu_read_lock();
 	for_each_netdev(net, dev) {
-		const struct nf_hook_entries *e;
-		struct nf_hook_ops **ops;
-		unsigned int i;
-
-		e = rcu_dereference(dev->nf_hooks_ingress);
-		if (!e)
+		if (!nfb_find_on(a, dev, &f))
 			continue;
-		ops = nf_hook_entries_get_hook_ops(e);
-		for (i = 0; i < e->num_hook_entries; i++) {
-			nf_hookfn *fn = e->hooks[i].hook;
-
-			if (fn == nfb_hook_fn)
-				continue;
-			if (!nfb_is_flowtable_hook(fn)) {
-				nfb_learn_inet_hook(fn, e->hooks[i].priv);
-				if (!nfb_is_flowtable_hook(fn))
-					continue;
-			}
-			if (!nfb_ft_matches(a, e->hooks[i].priv))
-				continue;
-			if (n < max) {
-				out[n].dev = dev;
-				out[n].cookie = e->hooks[i].priv;
-				out[n].entries = e;
-				out[n].priority = ops[i]->priority;
-			}
-			n++;
-			break;
-		}
+		if (n < max)
+			out[n] = f;
+		n++;
 	}
 	rcu_read_unlock();
 	return n;
@@ -547,7 +605,15 @@ static struct notifier_block nfb_netdev_notifier = {
 
 int nfb_attach_init(void)
 {
-	return register_netdevice_notifier(&nfb_netdev_notifier);
+	int err;
+
+	err = register_module_notifier(&nfb_module_notifier);
+	if (err)
+		return err;
+	err = register_netdevice_notifier(&nfb_netdev_notifier);
+	if (err)
+		unregister_module_notifier(&nfb_module_notifier);
+	return err;
 }
 
 /*
@@ -576,4 +642,5 @@ void nfb_attach_fini(void)
 	up_read(&net_rwsem);
 	rtnl_unlock();
 	unregister_netdevice_notifier(&nfb_netdev_notifier);
+	unregister_module_notifier(&nfb_module_notifier);
 }
