@@ -297,7 +297,7 @@ static bool nfb_hook_behind(const struct nfb_hook *h, const void *cookie)
  */
 static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 {
-	struct nfb_hook *h, *tmp;
+	struct nfb_hook *h, *tmp, *added;
 	struct nfb_found *found;
 	unsigned int i, n, max;
 	LIST_HEAD(keep);
@@ -317,6 +317,7 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 	max = NFB_FOUND_SPARE;
 	a->scans++;
 	list_for_each_entry(h, &a->hooks, list) {
+		WRITE_ONCE(h->dirty, false);
 		h->scan_seen = rcu_access_pointer(h->dev->nf_hooks_ingress);
 		max++;
 	}
@@ -360,10 +361,12 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 		err = nfb_hook_add(a, f, extack);
 		if (err)
 			break;
-		list_move_tail(&list_last_entry(&a->hooks, struct nfb_hook,
-						list)->list, &keep);
-		if (h)
+		added = list_last_entry(&a->hooks, struct nfb_hook, list);
+		list_move_tail(&added->list, &keep);
+		if (h) {
+			added->checks = h->checks;
 			nfb_hook_del(h);
+		}
 	}
 
 	/*
@@ -387,6 +390,49 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 	list_splice(&keep, &a->hooks);
 	kvfree(found);
 	return err;
+}
+
+/*
+ * The datapath found @h's device's hook list changed (struct nfb_hook.dirty):
+ * look at that device alone. Most changes are another hook coming or going
+ * (a netdev chain, say), after which the flowtable is where it was; what a
+ * user namespace can cause at ten rescans a second is then one walk of one
+ * device's hook list, not of every device for every attachment. Anything
+ * else, the flowtable gone from the device or re-created, may have changed
+ * other devices too: the attachment becomes unsettled and the next poll
+ * (nfb_rescan_all()), which backs off, walks them all.
+ */
+static void nfb_sync_dev(struct nfb_attach *a, struct nfb_hook *h)
+{
+	struct nfb_found f;
+	bool found;
+
+	WRITE_ONCE(h->dirty, false);
+	h->checks++;
+	h->scan_seen = rcu_access_pointer(h->dev->nf_hooks_ingress);
+	rcu_read_lock();
+	found = nfb_find_on(a, h->dev, &f);
+	rcu_read_unlock();
+	if (!found) {
+		nfb_hook_mark_seen(h);
+		a->unsettled = true;
+		return;
+	}
+	if (f.cookie != READ_ONCE(h->ft_cookie))
+		a->unsettled = true;
+	a->priority = f.priority;
+	if (h->ft_priority == f.priority && !nfb_hook_behind(h, f.cookie)) {
+		WRITE_ONCE(h->ft_cookie, f.cookie);
+		WRITE_ONCE(h->seen, f.entries);
+		return;
+	}
+	if (nfb_hook_add(a, &f, NULL)) {
+		nfb_hook_mark_seen(h);
+		a->unsettled = true;
+		return;
+	}
+	list_last_entry(&a->hooks, struct nfb_hook, list)->checks = h->checks;
+	nfb_hook_del(h);
 }
 
 static struct nfb_attach *nfb_attach_find(struct nfb_net *nn, u32 family,
@@ -506,19 +552,31 @@ bool nfb_hook_adjacent(const struct nfb_hook *h)
 	return adjacent;
 }
 
-/* Rescan every attachment of @nn. Caller holds RTNL. */
+/*
+ * Rescan the attachments of @nn: the devices the datapath marked dirty, one
+ * by one, and, when a poll is due, every device for each attachment that is
+ * not settled. Caller holds RTNL.
+ */
 void nfb_rescan_all(struct nfb_net *nn)
 {
+	bool again = false, progress = false, poll;
+	struct nfb_hook *h, *tmp;
 	struct nfb_attach *a;
-	bool again = false, progress = false;
 
 	ASSERT_RTNL();
 	if (nn->exiting)
 		return;
+	poll = time_after_eq(jiffies, nn->poll_at);
 	list_for_each_entry(a, &nn->attachments, list) {
 		bool was = list_empty(&a->hooks) || a->unsettled;
 
-		nfb_sync(a, NULL);
+		if (was && poll) {
+			nfb_sync(a, NULL);
+		} else {
+			list_for_each_entry_safe(h, tmp, &a->hooks, list)
+				if (READ_ONCE(h->dirty))
+					nfb_sync_dev(a, h);
+		}
 		if (list_empty(&a->hooks) || a->unsettled)
 			again = true;
 		else if (was)
@@ -527,17 +585,24 @@ void nfb_rescan_all(struct nfb_net *nn)
 	/*
 	 * Nothing asks for a rescan of an attachment without hooks, nor
 	 * finishes removing hooks on an idle device: poll for those, less
-	 * and less often while nothing changes.
+	 * and less often while nothing changes. A run the datapath asked for
+	 * (mod_delayed_work() moves the poll's timer) leaves the poll where it
+	 * was.
 	 */
 	if (progress || !nn->rescan_delay)
 		nn->rescan_delay = NFB_RESCAN_MIN;
-	if (again) {
-		schedule_delayed_work(&nn->rescan_work, nn->rescan_delay);
+	if (!again) {
+		nn->rescan_delay = NFB_RESCAN_MIN;
+		return;
+	}
+	if (poll) {
+		nn->poll_at = jiffies + nn->rescan_delay;
 		nn->rescan_delay = min(nn->rescan_delay * 2,
 				       (unsigned long)NFB_RESCAN_MAX);
-	} else {
-		nn->rescan_delay = NFB_RESCAN_MIN;
 	}
+	schedule_delayed_work(&nn->rescan_work,
+			      time_after(nn->poll_at, jiffies) ?
+			      nn->poll_at - jiffies : 0);
 }
 
 void nfb_rescan_work(struct work_struct *work)
@@ -556,10 +621,13 @@ void nfb_rescan_work(struct work_struct *work)
  * hook to finish (synchronize_net()) after setting exiting and before it
  * cancels the work, so no work is queued on a namespace that is gone.
  */
-void nfb_rescan_request(struct nfb_net *nn)
+void nfb_rescan_request(struct nfb_hook *h)
 {
+	struct nfb_net *nn = h->nn;
 	unsigned long next = READ_ONCE(nn->rescan_next);
 
+	if (!READ_ONCE(h->dirty))
+		WRITE_ONCE(h->dirty, true);
 	if (time_before(jiffies, next) || READ_ONCE(nn->exiting))
 		return;
 	WRITE_ONCE(nn->rescan_next, jiffies + HZ / 10);

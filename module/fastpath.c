@@ -1229,7 +1229,7 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
 			 const struct nf_hook_state *state)
 {
-	const struct nfb_hook *h = priv;
+	struct nfb_hook *h = priv;
 	struct nfb_net *nn = h->nn;
 	struct nf_flowtable *ft;
 	nf_hookfn *ftfn = NULL;
@@ -1247,7 +1247,7 @@ unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
 		/* Only a changed hook list can change the answer. */
 		if (rcu_access_pointer(state->in->nf_hooks_ingress) !=
 		    READ_ONCE(h->seen))
-			nfb_rescan_request(nn);
+			nfb_rescan_request(h);
 		goto decline;
 	}
 

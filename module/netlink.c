@@ -134,7 +134,9 @@ static int nfb_fill_attach(struct sk_buff *skb, const struct nfb_attach *a,
 		if (!dev ||
 		    nla_put_u32(skb, NFB_DEV_A_IFINDEX, h->dev->ifindex) ||
 		    nla_put_string(skb, NFB_DEV_A_IFNAME, h->dev->name) ||
-		    nla_put_u8(skb, NFB_DEV_A_ADJACENT, nfb_hook_adjacent(h)))
+		    nla_put_u8(skb, NFB_DEV_A_ADJACENT, nfb_hook_adjacent(h)) ||
+		    nla_put_u64_64bit(skb, NFB_DEV_A_CHECKS, h->checks,
+				      NFB_DEV_A_PAD))
 			goto cancel;
 		nla_nest_end(skb, dev);
 	}

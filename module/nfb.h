@@ -95,6 +95,7 @@ struct nfb_net {
 	struct delayed_work		rescan_work;
 	unsigned long			rescan_next;	/* jiffies */
 	unsigned long			rescan_delay;	/* under RTNL */
+	unsigned long			poll_at;	/* jiffies, under RTNL */
 	/*
 	 * Set under RTNL once the namespace (or the module) is going away:
 	 * no attach, no rescan, no new work after that.
@@ -147,6 +148,12 @@ struct nfb_hook {
 	 */
 	const void		*seen;
 	const void		*scan_seen;	/* taken before a scan walks */
+	/*
+	 * Set by the datapath when it found the hook list changed since the
+	 * last scan, cleared by the scan that looks at this device again.
+	 */
+	bool			dirty;
+	u64			checks;		/* nfb_sync_dev() runs, under RTNL */
 	struct rcu_head		rcu;
 };
 
@@ -276,7 +283,7 @@ int nfb_detach(struct net *net, u32 family, const char *table,
 void nfb_detach_all(struct nfb_net *nn);
 void nfb_rescan_all(struct nfb_net *nn);
 void nfb_rescan_work(struct work_struct *work);
-void nfb_rescan_request(struct nfb_net *nn);
+void nfb_rescan_request(struct nfb_hook *h);
 bool nfb_hook_adjacent(const struct nfb_hook *h);
 int nfb_attach_init(void);
 void nfb_attach_fini(void);

@@ -15,6 +15,11 @@
 #     adjacent, and the module rescans a bounded number of times under
 #     traffic (the hook list did not change, so there is nothing to learn:
 #     no RTNL load);
+#   - another writer adding and deleting a chain on r0 meanwhile costs a
+#     look at r0 per change (the attachment's per-device checks grow), not
+#     a walk of every device for the attachment (its scans stay put): what
+#     a container's root can make the module do under RTNL does not grow
+#     with the namespace's devices;
 #   - once that chain goes, the module takes the packets again.
 # Every user chain counts the flow's packets: policy is never skipped.
 # Long under TCG on a busy host (up to ~280 s seen):
@@ -64,6 +69,13 @@ a = json.load(sys.stdin)[0]
 print(a["scans"], int(a["adjacent"]["r0"]) + int(a["adjacent"]["r1"]), a["priority"])'
 }
 dc() { fp_proc "$R" decline_no_flowtable; }
+# looks: r0's per-device checks plus the attachment's scans (a module
+# without per-device checks shows its rescans in scans alone).
+looks() {
+	fp_genl "$R" list | python3 -c 'import json, sys
+a = json.load(sys.stdin)[0]
+print(a.get("checks", {}).get("r0", 0) + a["scans"])'
+}
 
 # A user chain one priority below the flowtable, before the attach.
 user_chain low -1
@@ -110,6 +122,23 @@ check "chain between: the chain saw every declined packet ($((b1 - b0)) >= $((d1
 	test $((b1 - b0)) -ge $((d1 - d0))
 check "chain between: rescans bounded under traffic ($scans0 -> $scans1)" \
 	test "$((scans1 - scans0))" -le 1
+
+# Another writer churns a chain on r0, in front of everything, while the
+# layout stays unusable: each change makes the next packet ask for a look.
+for _ in 1 2 3 4 5; do
+	l0=$(looks)
+	user_chain churn -5 r0
+	busywait 10000 eval "[ \"\$(looks)\" -gt $l0 ]" || true
+	l0=$(looks)
+	ip netns exec "$R" nft delete table netdev user_churn
+	busywait 10000 eval "[ \"\$(looks)\" -gt $l0 ]" || true
+done
+checks2=$(fp_genl "$R" list | python3 -c 'import json, sys
+print(json.load(sys.stdin)[0].get("checks", {}).get("r0", 0))')
+read -r scans2 adj prio <<<"$(attach_info)"
+check "chain churn: r0 looked at again per change ($checks2 >= 10)" test "$checks2" -ge 10
+check "chain churn: no walk of every device ($scans1 -> $scans2)" test "$scans2" = "$scans1"
+check "chain churn: nothing taken" test "$(fp_taken "$R")" = "$t1"
 
 # The chain goes: the hook list changes, one rescan, packets taken again.
 ip netns exec "$R" nft delete table netdev user_between

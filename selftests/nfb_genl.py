@@ -163,6 +163,8 @@ def list_attach(nl):
                     a["devices"].append(name)
                     if 3 in d:
                         a["adjacent"][name] = bool(d[3][0])
+                    if 5 in d:
+                        a.setdefault("checks", {})[name] = struct.unpack("Q", d[5])[0]
         out.append(a)
     return out
 

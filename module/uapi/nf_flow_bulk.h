@@ -47,7 +47,9 @@ enum nfb_attr {
 	NFB_A_DEVICE,		/* nest of enum nfb_dev_attr */
 	NFB_A_STATS,		/* nest of enum nfb_stats_attr (reply) */
 	NFB_A_PAD,
-	NFB_A_SCANS,		/* u64: rescans of this attachment (reply) */
+	NFB_A_SCANS,		/* u64: walks of every device for this
+				 * attachment (reply)
+				 */
 	__NFB_A_MAX,
 };
 
@@ -61,6 +63,11 @@ enum nfb_dev_attr {
 				 * before the flowtable's; 0 when another hook
 				 * sits between them and every packet is left
 				 * to the stock path (reply)
+				 */
+	NFB_DEV_A_PAD,
+	NFB_DEV_A_CHECKS,	/* u64: times a packet found this device's
+				 * hook list changed and the module looked at
+				 * this device again (reply)
 				 */
 	__NFB_DEV_A_MAX,
 };

@@ -283,7 +283,8 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
         for (const AttachedDevice& device : attachment.devices) {
           devices.push_back(Json{{"ifindex", device.ifindex},
                                  {"ifname", device.ifname},
-                                 {"adjacent", device.adjacent ? Json(*device.adjacent) : Json()}});
+                                 {"adjacent", device.adjacent ? Json(*device.adjacent) : Json()},
+                                 {"checks", device.checks ? Json(*device.checks) : Json()}});
         }
         entry["devices"] = devices;
         list.push_back(entry);

@@ -142,6 +142,7 @@ Attachment parse_attachment(const nlmsghdr& message) {
           .ifindex = get_u32(device_attributes[NFB_DEV_A_IFINDEX]).value_or(0),
           .ifname = get_string(device_attributes[NFB_DEV_A_IFNAME]).value_or(""),
           .adjacent = adjacent,
+          .checks = get_u64(device_attributes[NFB_DEV_A_CHECKS]),
       });
     });
   }

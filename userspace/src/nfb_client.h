@@ -19,6 +19,9 @@ struct AttachedDevice {
   // device (false: another hook sits between them and every packet is left
   // to the stock path); nullopt from a module that does not say.
   std::optional<bool> adjacent;
+  // How often a packet found this device's hook list changed and the module
+  // looked at this device again; nullopt from a module that does not say.
+  std::optional<uint64_t> checks;
 };
 
 // One NFB_CMD_GET_ATTACH dump message.

@@ -130,14 +130,15 @@ TEST_F(CliTest, DetachSendsDetach) {
 }
 
 // The rescan count and, per device, whether the module's hook is adjacent
-// to the flowtable's (eth1: another hook sits between them).
+// to the flowtable's (eth1: another hook sits between them) and how often
+// the module looked at that device again (JSON only).
 TEST_F(CliTest, AttachListTextAndJson) {
   auto script = [this] {
     genl().expect(resolve_family(kFakeFamilyId));
     genl().expect(dump_reply([](const nlmsghdr& request) {
       return std::vector<Datagram>{
-          attachment_message(request, "fw", "ft", -100, {{2, "eth0", 1}, {3, "eth1", 0}}, 3),
-          attachment_message(request, "t2", "f2", 5, {{4, "eth2", 1}}, 0)};
+          attachment_message(request, "fw", "ft", -100, {{2, "eth0", 1, 0}, {3, "eth1", 0, 7}}, 3),
+          attachment_message(request, "t2", "f2", 5, {{4, "eth2", 1, 0}}, 0)};
     }));
   };
   script();
@@ -151,11 +152,11 @@ TEST_F(CliTest, AttachListTextAndJson) {
   EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "attachments": [
       {"family": "ip", "table": "fw", "flowtable": "ft", "priority": -100,
        "scans": 3,
-       "devices": [{"ifindex": 2, "ifname": "eth0", "adjacent": true},
-                   {"ifindex": 3, "ifname": "eth1", "adjacent": false}]},
+       "devices": [{"ifindex": 2, "ifname": "eth0", "adjacent": true, "checks": 0},
+                   {"ifindex": 3, "ifname": "eth1", "adjacent": false, "checks": 7}]},
       {"family": "ip", "table": "t2", "flowtable": "f2", "priority": 5,
        "scans": 0,
-       "devices": [{"ifindex": 4, "ifname": "eth2", "adjacent": true}]}]})"));
+       "devices": [{"ifindex": 4, "ifname": "eth2", "adjacent": true, "checks": 0}]}]})"));
 }
 
 // An attachment changed during the dump: listed from the dump asked again.
@@ -194,6 +195,7 @@ TEST_F(CliTest, AttachListFromAModuleWithoutScansOrAdjacency) {
   const Json json = Json::parse(out());
   EXPECT_TRUE(json["attachments"][0]["scans"].is_null()) << out();
   EXPECT_TRUE(json["attachments"][0]["devices"][0]["adjacent"].is_null()) << out();
+  EXPECT_TRUE(json["attachments"][0]["devices"][0]["checks"].is_null()) << out();
 }
 
 TEST_F(CliTest, EmptyListsAreEmptyArrays) {

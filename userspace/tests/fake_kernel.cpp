@@ -156,6 +156,9 @@ Datagram attachment_message(const nlmsghdr& request, const char* table, const ch
     if (attached.adjacent) {
       mnl_attr_put_u8(header, NFB_DEV_A_ADJACENT, *attached.adjacent);
     }
+    if (attached.checks) {
+      mnl_attr_put_u64(header, NFB_DEV_A_CHECKS, *attached.checks);
+    }
     mnl_attr_nest_end(header, device);
   }
   mnl_attr_nest_end(header, nest);

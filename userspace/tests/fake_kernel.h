@@ -60,14 +60,16 @@ ReplayTransport::Responder dump_reply(
 
 constexpr uint16_t kFakeFamilyId = 0x2a;
 
-// A device of an attachment; `adjacent` as NFB_DEV_A_ADJACENT (none: a
-// module older than the attribute).
+// A device of an attachment; `adjacent` as NFB_DEV_A_ADJACENT, `checks` as
+// NFB_DEV_A_CHECKS (none: a module older than the attribute).
 struct FakeAttachedDevice {
-  FakeAttachedDevice(uint32_t index, const char* name, std::optional<uint8_t> flag = std::nullopt)
-      : ifindex(index), ifname(name), adjacent(flag) {}
+  FakeAttachedDevice(uint32_t index, const char* name, std::optional<uint8_t> flag = std::nullopt,
+                     std::optional<uint64_t> count = std::nullopt)
+      : ifindex(index), ifname(name), adjacent(flag), checks(count) {}
   uint32_t ifindex;
   const char* ifname;
   std::optional<uint8_t> adjacent;
+  std::optional<uint64_t> checks;
 };
 
 // NFB_CMD_GET_ATTACH dump message (family ip); `scans` as NFB_A_SCANS.
