@@ -17,6 +17,8 @@
 #                        the module (tools/bench/setup.sh)
 #   make bench-hosts     sunset - west - east - sunrise on four guests, or on
 #                        the real hosts of INVENTORY=file (tools/bench/hosts)
+#   make bench-rtnl      RTNL held by the module's rescans while 100 namespaces
+#                        churn their hooks (tools/bench/rtnl.py; RTNL_OPTS)
 #   make setup           install what the build, tests and demo need (apt-get)
 #   make install         module into /lib/modules/KVER/updates (depmod), tool,
 #                        man page, completion, examples under PREFIX; DESTDIR
@@ -48,7 +50,7 @@ EXAMPLES := packaging/modprobe.d/nf_flow_bulk.conf \
 	packaging/sysctl.d/90-nf_flow_bulk.conf \
 	packaging/modules-load.d/nf_flow_bulk.conf
 
-.PHONY: all module bench-module bench-xdp bench-setup bench-hosts modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
+.PHONY: all module bench-module bench-xdp bench-setup bench-hosts bench-rtnl modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
 .PHONY: install uninstall install-module uninstall-module install-userspace uninstall-userspace
 .PHONY: dkms dkms-source dkms-uninstall
 
@@ -193,6 +195,15 @@ HOSTS_OPTS ?=
 bench-hosts: all bench-xdp
 	tools/setup
 	tools/bench/hosts $(if $(INVENTORY),--inventory $(INVENTORY)) $(HOSTS_OPTS)
+
+# RTNL hold time of the module's rescans (tools/bench/rtnl.py), one icount
+# guest: 100 namespaces x 4 attachments, then 10 x max_attachments (64).
+RTNL_OPTS ?=
+bench-rtnl: all
+	tools/vm/run --kernel $(KVER) --icount --nics 0 --timeout 1800 -- \
+		tools/bench/rtnl.py --ns 100 --attachments 4 $(RTNL_OPTS)
+	tools/vm/run --kernel $(KVER) --icount --nics 0 --timeout 1800 -- \
+		tools/bench/rtnl.py --ns 10 --attachments 64 $(RTNL_OPTS)
 
 setup:
 	tools/setup
