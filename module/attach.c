@@ -27,11 +27,14 @@
  * list changed since the last scan (struct nfb_hook.seen), at most ten a
  * second per namespace; an attachment that is not settled (flowtable gone,
  * hooks pending removal) is polled with a delay that doubles from
- * NFB_RESCAN_MIN to NFB_RESCAN_MAX. Nothing a user namespace can do makes
- * the module take RTNL more often than that on its own. What one rescan
- * costs grows with the namespace's attachments (each walks the devices'
- * hook lists under RTNL), so a namespace holds at most max_attachments of
- * them, a module parameter: the host's root sets it, not the namespace's.
+ * NFB_RESCAN_MIN to NFB_RESCAN_MAX; and every attachment is walked again
+ * every NFB_SWEEP, since an nft update that adds devices to a flowtable
+ * changes no hook list the module's hooks see. Nothing a user namespace
+ * can do makes the module take RTNL more often than that on its own. What
+ * a walk costs grows with the namespace's attachments (each walks the
+ * devices' hook lists under RTNL), so a namespace holds at most
+ * max_attachments of them, a module parameter: the host's root sets it,
+ * not the namespace's.
  */
 #include <linux/module.h>
 #include <linux/moduleparam.h>
@@ -435,6 +438,13 @@ static void nfb_sync_dev(struct nfb_attach *a, struct nfb_hook *h)
 	nfb_hook_del(h);
 }
 
+/* Run the rescan work at @when, or now if that has passed. */
+static void nfb_rescan_at(struct nfb_net *nn, unsigned long when)
+{
+	schedule_delayed_work(&nn->rescan_work,
+			      time_after(when, jiffies) ? when - jiffies : 0);
+}
+
 static struct nfb_attach *nfb_attach_find(struct nfb_net *nn, u32 family,
 					  const char *table, const char *name)
 {
@@ -500,6 +510,8 @@ int nfb_attach(struct net *net, u32 family, const char *table,
 		nfb_attach_free(a);
 		return err;
 	}
+	/* The sweep (a no-op when the work is pending: it re-arms itself). */
+	nfb_rescan_at(nn, nn->sweep_at);
 	return 0;
 }
 
@@ -554,12 +566,13 @@ bool nfb_hook_adjacent(const struct nfb_hook *h)
 
 /*
  * Rescan the attachments of @nn: the devices the datapath marked dirty, one
- * by one, and, when a poll is due, every device for each attachment that is
- * not settled. Caller holds RTNL.
+ * by one; when a poll is due, every device for each attachment that is
+ * not settled; every NFB_SWEEP, every device for every attachment. Caller
+ * holds RTNL.
  */
 void nfb_rescan_all(struct nfb_net *nn)
 {
-	bool again = false, progress = false, poll;
+	bool again = false, progress = false, poll, sweep;
 	struct nfb_hook *h, *tmp;
 	struct nfb_attach *a;
 
@@ -567,10 +580,13 @@ void nfb_rescan_all(struct nfb_net *nn)
 	if (nn->exiting)
 		return;
 	poll = time_after_eq(jiffies, nn->poll_at);
+	sweep = time_after_eq(jiffies, nn->sweep_at);
+	if (sweep)
+		nn->sweep_at = jiffies + NFB_SWEEP;
 	list_for_each_entry(a, &nn->attachments, list) {
 		bool was = list_empty(&a->hooks) || a->unsettled;
 
-		if (was && poll) {
+		if ((was && poll) || sweep) {
 			nfb_sync(a, NULL);
 		} else {
 			list_for_each_entry_safe(h, tmp, &a->hooks, list)
@@ -593,6 +609,8 @@ void nfb_rescan_all(struct nfb_net *nn)
 		nn->rescan_delay = NFB_RESCAN_MIN;
 	if (!again) {
 		nn->rescan_delay = NFB_RESCAN_MIN;
+		if (!list_empty(&nn->attachments))
+			nfb_rescan_at(nn, nn->sweep_at);
 		return;
 	}
 	if (poll) {
@@ -600,9 +618,8 @@ void nfb_rescan_all(struct nfb_net *nn)
 		nn->rescan_delay = min(nn->rescan_delay * 2,
 				       (unsigned long)NFB_RESCAN_MAX);
 	}
-	schedule_delayed_work(&nn->rescan_work,
-			      time_after(nn->poll_at, jiffies) ?
-			      nn->poll_at - jiffies : 0);
+	nfb_rescan_at(nn, time_before(nn->poll_at, nn->sweep_at) ?
+			  nn->poll_at : nn->sweep_at);
 }
 
 void nfb_rescan_work(struct work_struct *work)

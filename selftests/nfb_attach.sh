@@ -134,6 +134,21 @@ assert sorted(devs) == sorted("d%d" % i for i in range(300)), (len(devs), devs[-
 check "detach inet big ft" fp_genl "$R" detach inet big ft
 ip netns exec "$R" nft delete table inet big
 
+# A device added to an attached flowtable by an nft update changes no hook
+# list the module's hooks are on, so no packet asks for a rescan: the
+# sweep, every 64 s, walks every attachment and finds it.
+ip netns exec "$R" nft "add table inet grow; add flowtable inet grow ft { hook ingress priority 7; devices = { d0 }; }"
+check "attach inet grow ft (d0)" fp_genl "$R" attach inet grow ft
+ip netns exec "$R" nft "add flowtable inet grow ft { hook ingress priority 7; devices = { d1 }; }"
+grown() {
+	fp_genl "$R" list | python3 -c 'import json, sys
+a = [x for x in json.load(sys.stdin) if x["table"] == "grow"]
+sys.exit(0 if sorted(a[0]["devices"]) == ["d0", "d1"] else 1)'
+}
+check "device added by an nft update: hooked within a sweep" busywait 100000 grown
+check "detach inet grow ft" fp_genl "$R" detach inet grow ft
+ip netns exec "$R" nft delete table inet grow
+
 # A namespace attaches at most max_attachments flowtables (each one costs
 # every rescan a walk under RTNL): the host sets it, range-checked.
 param=/sys/module/nf_flow_bulk/parameters/max_attachments
