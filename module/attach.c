@@ -292,6 +292,39 @@ static bool nfb_hook_behind(const struct nfb_hook *h, const void *cookie)
 }
 
 /*
+ * Bring @h, the hook of @a on @f's device (NULL: none yet), in line with
+ * where the flowtable is on that device: kept when it runs at the
+ * flowtable's priority and in front of it, else replaced, the new hook
+ * registered before the old one goes so that no packet misses both.
+ * Returns the hook in use, or an ERR_PTR (the old hook then stays).
+ */
+static struct nfb_hook *nfb_hook_refresh(struct nfb_attach *a,
+					 struct nfb_hook *h,
+					 const struct nfb_found *f,
+					 struct netlink_ext_ack *extack)
+{
+	struct nfb_hook *added;
+	int err;
+
+	a->priority = f->priority;
+	if (h && h->ft_priority == f->priority &&
+	    !nfb_hook_behind(h, f->cookie)) {
+		WRITE_ONCE(h->ft_cookie, f->cookie);
+		WRITE_ONCE(h->seen, f->entries);
+		return h;
+	}
+	err = nfb_hook_add(a, f, extack);
+	if (err)
+		return ERR_PTR(err);
+	added = list_last_entry(&a->hooks, struct nfb_hook, list);
+	if (h) {
+		added->checks = h->checks;
+		nfb_hook_del(h);
+	}
+	return added;
+}
+
+/*
  * Bring the hooks of @a in line with where its flowtable is now. A hook at
  * the wrong priority, or behind the flowtable, is replaced, registering the
  * new one first so that no packet misses both. When the flowtable is found nowhere, the old hooks
@@ -300,7 +333,7 @@ static bool nfb_hook_behind(const struct nfb_hook *h, const void *cookie)
  */
 static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 {
-	struct nfb_hook *h, *tmp, *added;
+	struct nfb_hook *h, *tmp;
 	struct nfb_found *found;
 	unsigned int i, n, max;
 	LIST_HEAD(keep);
@@ -350,26 +383,13 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 	n = min(n, max);
 
 	for (i = 0; i < n; i++) {
-		struct nfb_found *f = &found[i];
-
-		a->priority = f->priority;
-		h = nfb_hook_by_dev(a, f->dev);
-		if (h && h->ft_priority == f->priority &&
-		    !nfb_hook_behind(h, f->cookie)) {
-			WRITE_ONCE(h->ft_cookie, f->cookie);
-			WRITE_ONCE(h->seen, f->entries);
-			list_move_tail(&h->list, &keep);
-			continue;
-		}
-		err = nfb_hook_add(a, f, extack);
-		if (err)
+		h = nfb_hook_refresh(a, nfb_hook_by_dev(a, found[i].dev),
+				     &found[i], extack);
+		if (IS_ERR(h)) {
+			err = PTR_ERR(h);
 			break;
-		added = list_last_entry(&a->hooks, struct nfb_hook, list);
-		list_move_tail(&added->list, &keep);
-		if (h) {
-			added->checks = h->checks;
-			nfb_hook_del(h);
 		}
+		list_move_tail(&h->list, &keep);
 	}
 
 	/*
@@ -423,19 +443,10 @@ static void nfb_sync_dev(struct nfb_attach *a, struct nfb_hook *h)
 	}
 	if (f.cookie != READ_ONCE(h->ft_cookie))
 		a->unsettled = true;
-	a->priority = f.priority;
-	if (h->ft_priority == f.priority && !nfb_hook_behind(h, f.cookie)) {
-		WRITE_ONCE(h->ft_cookie, f.cookie);
-		WRITE_ONCE(h->seen, f.entries);
-		return;
-	}
-	if (nfb_hook_add(a, &f, NULL)) {
+	if (IS_ERR(nfb_hook_refresh(a, h, &f, NULL))) {
 		nfb_hook_mark_seen(h);
 		a->unsettled = true;
-		return;
 	}
-	list_last_entry(&a->hooks, struct nfb_hook, list)->checks = h->checks;
-	nfb_hook_del(h);
 }
 
 /* Run the rescan work at @when, or now if that has passed. */
