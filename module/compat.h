@@ -189,6 +189,17 @@ nfb_neigh_out_dev(struct net *net, const struct flow_offload_tuple *tuple,
 		return dst->dev;
 	return dev_get_by_index_rcu(net, tuple->ifidx);
 }
+
+/*
+ * The module stands in for a PPP device only where the stock hook leaves
+ * the PPPoE header to it (xmit.c, nfb_ppp_session()); the call changed in
+ * 7.x (a context, references to release).
+ */
+static inline int nfb_fill_forward_path(const struct net_device *dev,
+					struct net_device_path_stack *stack)
+{
+	return -EOPNOTSUPP;
+}
 #else
 static inline bool nfb_flowtable_pushes_encap(void)
 {
@@ -200,6 +211,14 @@ nfb_neigh_out_dev(struct net *net, const struct flow_offload_tuple *tuple,
 		  struct dst_entry *dst)
 {
 	return dst->dev;
+}
+
+static inline int nfb_fill_forward_path(const struct net_device *dev,
+					struct net_device_path_stack *stack)
+{
+	static const u8 no_addr[ETH_ALEN];
+
+	return dev_fill_forward_path(dev, no_addr, stack);
 }
 #endif
 

@@ -30,6 +30,7 @@
  */
 #include <linux/etherdevice.h>
 #include <linux/hash.h>
+#include <linux/if_arp.h>
 #include <linux/if_pppox.h>
 #include <linux/if_vlan.h>
 #include <linux/ip.h>
@@ -330,6 +331,38 @@ nfb_vlan_out(struct net *net, const struct flow_offload_tuple *other,
 	if (!real || real == vlan || !real->header_ops ||
 	    real->header_ops->create != eth_header)
 		return vlan;
+	return real;
+}
+
+/*
+ * 6.1 / 6.12, with nf_flow_bulk_pppoe_direct set: a NEIGH flow whose
+ * route leaves through a PPP device (@ppp) that path discovery resolved
+ * to a PPPoE session on an Ethernet device (the other direction's iifidx,
+ * the session in encap[0]). Its bulks go to that device, the PPPoE and
+ * PPP headers pushed per packet, as the stock hook does from 6.19,
+ * instead of through the PPP unit one packet at a time (cb->stand_in, as
+ * for VLAN devices; xmit.c, nfb_ppp_session(), checks the session per
+ * bulk). The PPP unit's own per-packet work (pass and active filters,
+ * the idle time pppd reads, compression, npmode) is then not done: the
+ * operator's choice, off by default. A GSO packet goes through the PPP
+ * device, which cuts it up before its header goes on; so does a session
+ * inside a VLAN.
+ */
+static noinline struct net_device *
+nfb_ppp_out(struct nfb_net *nn, struct net *net,
+	    const struct flow_offload_tuple *other, struct net_device *ppp,
+	    const struct sk_buff *skb)
+{
+	struct net_device *real;
+
+	if (!READ_ONCE(nn->pppoe_direct) || skb_is_gso(skb) ||
+	    other->encap_num != 1 ||
+	    other->encap[0].proto != htons(ETH_P_PPP_SES))
+		return ppp;
+	real = dev_get_by_index_rcu(net, other->iifidx);
+	if (!real || real == ppp || !real->header_ops ||
+	    real->header_ops->create != eth_header)
+		return ppp;
 	return real;
 }
 
@@ -966,8 +999,13 @@ again:
 					    &rt->dst);
 		if (unlikely(!out.dev))
 			return NFB_DECLINE_DIRECT_DEV;
-		if (!nfb_flowtable_pushes_encap() && unlikely(is_vlan_dev(out.dev)))
+		if (nfb_flowtable_pushes_encap())
+			break;
+		if (unlikely(is_vlan_dev(out.dev)))
 			out.dev = nfb_vlan_out(state->net, other, out.dev);
+		else if (unlikely(out.dev->type == ARPHRD_PPP))
+			out.dev = nfb_ppp_out(nn, state->net, other, out.dev,
+					      skb);
 		break;
 	case FLOW_OFFLOAD_XMIT_DIRECT:
 		/* Into a tunnel with cached addresses: not taken. */
@@ -1144,8 +1182,13 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 					    &rt->dst);
 		if (unlikely(!out.dev))
 			return NFB_DECLINE_DIRECT_DEV;
-		if (!nfb_flowtable_pushes_encap() && unlikely(is_vlan_dev(out.dev)))
+		if (nfb_flowtable_pushes_encap())
+			break;
+		if (unlikely(is_vlan_dev(out.dev)))
 			out.dev = nfb_vlan_out(state->net, other, out.dev);
+		else if (unlikely(out.dev->type == ARPHRD_PPP))
+			out.dev = nfb_ppp_out(nn, state->net, other, out.dev,
+					      skb);
 		break;
 	case FLOW_OFFLOAD_XMIT_DIRECT:
 		if (unlikely(tun_tx))

@@ -42,6 +42,14 @@ static const struct ctl_table nfb_sysctl_template[] = {
 		.extra1		= SYSCTL_ONE,
 		.extra2		= &nfb_bulk_limit,
 	},
+	{
+		.procname	= "nf_flow_bulk_pppoe_direct",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_ONE,
+	},
 	{ }
 };
 
@@ -55,6 +63,7 @@ static int nfb_sysctl_init(struct nfb_net *nn)
 		return -ENOMEM;
 	table[0].data = &nn->enable;
 	table[1].data = &nn->bulk_max;
+	table[2].data = &nn->pppoe_direct;
 
 	nn->sysctl = nfb_register_net_sysctl(nn->net, "net/netfilter", table,
 					     ARRAY_SIZE(nfb_sysctl_template) - 1);

@@ -96,6 +96,7 @@ struct nfb_net {
 	struct ctl_table_header		*sysctl;
 	int				enable;
 	int				bulk_max;
+	int				pppoe_direct;	/* 6.1 / 6.12 */
 	struct list_head		attachments;	/* under RTNL */
 	unsigned int			n_attachments;	/* under RTNL */
 	struct delayed_work		rescan_work;

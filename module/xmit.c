@@ -17,6 +17,7 @@
  */
 #include <linux/cpu.h>
 #include <linux/etherdevice.h>
+#include <linux/if_arp.h>
 #include <linux/if_ether.h>
 #include <linux/if_pppox.h>
 #include <linux/if_vlan.h>
@@ -485,6 +486,72 @@ static void nfb_vlan_chain_count(const struct nfb_vlan_chain *c,
 }
 
 /*
+ * 6.1 / 6.12, nf_flow_bulk_pppoe_direct (fastpath.c, nfb_ppp_out()): the
+ * PPP device @ppp a bulk stands in for, checked per bulk. It must be up,
+ * with no qdisc and no egress hook, and still be the PPPoE session the
+ * flow was taken for (cb's encap[0]) on @real: the session's peer, its
+ * address copied to @ha, is what pppoe_xmit() would send to. Otherwise
+ * the packets go through the PPP device (the reason is returned). The
+ * path is asked for as path discovery asked for it: under RCU, which
+ * ppp_fill_forward_path() needs.
+ */
+static noinline enum nfb_fallback_reason
+nfb_ppp_session(struct net_device *ppp, const struct net_device *real,
+		const struct nfb_cb *cb, u8 *ha)
+{
+	struct net_device_path_stack stack;
+	const struct net_device_path *path;
+	struct Qdisc *q;
+
+	if (!netif_running(ppp))
+		return NFB_FALLBACK_NEIGH;
+	if (nfb_dev_has_egress_hooks(ppp))
+		return NFB_FALLBACK_EGRESS_HOOK;
+	q = rcu_dereference_bh(netdev_get_tx_queue(ppp, 0)->qdisc);
+	if (ppp->real_num_tx_queues != 1 || q->enqueue)
+		return NFB_FALLBACK_QDISC;
+	if (nfb_fill_forward_path(ppp, &stack) ||
+	    stack.num_paths != 2)
+		return NFB_FALLBACK_NEIGH;
+	path = &stack.path[0];
+	if (path->type != DEV_PATH_PPPOE ||
+	    path->encap.proto != htons(ETH_P_PPP_SES) ||
+	    path->encap.id != cb->encap[0].id ||
+	    cb->encap[0].proto != htons(ETH_P_PPP_SES) ||
+	    stack.path[1].type != DEV_PATH_ETHERNET ||
+	    stack.path[1].dev != real)
+		return NFB_FALLBACK_NEIGH;
+	ether_addr_copy(ha, path->encap.h_dest);
+	return __NFB_FALLBACK_MAX;
+}
+
+/*
+ * The PPP device's transmit counters, which ppp_send_frame() counts for
+ * each packet it sends: the packet from its PPP protocol field on, less
+ * that field. @skb: the bulk's list, its PPPoE and PPP headers pushed.
+ * Only where the PPP unit keeps them in the core's per-CPU counters
+ * (6.1.192, 6.12.118); before that (6.12.95) they are private to
+ * ppp_generic.c, dev->tstats is not allocated, and the packets go
+ * uncounted there, as the stock hook of 6.19 leaves them.
+ */
+static void nfb_ppp_count(struct net_device *ppp, const struct sk_buff *skb)
+{
+	unsigned int n = 0, bytes = 0;
+
+	if (ppp->pcpu_stat_type != NETDEV_PCPU_STAT_TSTATS || !ppp->tstats) {
+		pr_notice_once("%s keeps its transmit counters to itself on this kernel: with nf_flow_bulk_pppoe_direct, what is sent for it is not counted there\n",
+			       ppp->name);
+		return;
+	}
+	for (; skb; skb = skb->next) {
+		bytes += skb->len - PPPOE_SES_HLEN;
+		n++;
+	}
+	if (n)
+		dev_sw_netstats_tx_add(ppp, n, bytes);
+}
+
+/*
  * Slow neighbour: exactly what the stock flowtable of 6.1 and 6.12 does,
  * per packet, on the output device. Where the module stands in for the
  * route's device (cb.stand_in: the packet was to leave on the real device
@@ -809,6 +876,7 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	struct ethhdr *ethp = NULL;
 	struct Qdisc *q, *bypass = NULL, *locked = NULL;
 	enum nfb_stop stop;
+	struct net_device *ppp = NULL;	/* the PPP device stood in for */
 	bool gso = false, encap, vlan_push;
 	struct nfb_vlan_chain chain;
 	enum nfb_fallback_reason vr;
@@ -848,6 +916,17 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	 * neighbour is the route's device's, which is not @dev where the
 	 * module stands in for it (a VLAN device, say).
 	 */
+	if (vlan_push && skb_dst(skb)->dev->type == ARPHRD_PPP) {
+		/* A PPPoE session: no neighbour, the session's peer. */
+		vr = nfb_ppp_session(skb_dst(skb)->dev, dev, NFB_CB(skb), ha);
+		if (unlikely(vr != __NFB_FALLBACK_MAX))
+			goto neigh_xmit;
+		ether_addr_copy(sa, dev->dev_addr);
+		sap = NULL;
+		vlan_push = false;
+		ppp = skb_dst(skb)->dev;
+		goto header;
+	}
 	neigh = nfb_neigh(NFB_CB(skb)->stand_in ? skb_dst(skb)->dev : dev,
 			  b->proto, NFB_CB(skb));
 	if (!neigh || (!(READ_ONCE(neigh->nud_state) & NUD_CONNECTED) &&
@@ -878,7 +957,7 @@ header:
 	if (dev->header_ops && dev->header_ops->create == eth_header) {
 		ether_addr_copy(eth.h_dest, ha);
 		ether_addr_copy(eth.h_source, sa);
-		if (encap)
+		if (encap || ppp)
 			eth.h_proto = nfb_encap_ethertype(NFB_CB(skb), b->proto);
 		else if (vlan_push)
 			eth.h_proto = nfb_vlan_chain_ethertype(&chain, b->proto);
@@ -910,10 +989,12 @@ header:
 	/* What __dev_queue_xmit() does with the route before the qdisc. */
 	dst_release = dev->priv_flags & IFF_XMIT_DST_RELEASE;
 
-	if (unlikely(encap || vlan_push)) {
+	if (unlikely(encap || vlan_push || ppp)) {
 		skb = nfb_push_list(skb, nn, vlan_push ? &chain : NULL, hh_len);
 		if (vlan_push)
 			nfb_vlan_chain_count(&chain, skb);
+		else if (ppp)
+			nfb_ppp_count(ppp, skb);
 	}
 
 	for (; skb; skb = next) {

@@ -131,6 +131,7 @@ topology() {
 	# see the tagged discovery of the client on c0.10.
 	session plain r0 c0 "$SID" pppr pppc 10.0.4.254:10.0.4.1 +ipv6
 	sid1=$sid
+	r_pppd_plain=${NFB_PPP_PIDS[-1]}
 	session vlan r0.10 c0.10 "$SID2" pppr2 pppc2 10.0.5.254:10.0.5.1
 	sid2=$sid
 	if ! busywait 30000 nfb_has_ll6 "$C" pppc || ! busywait 30000 nfb_has_ll6 "$R" pppr; then
@@ -302,6 +303,62 @@ run_case() {
 		test "$good" -eq "$n" -a "$all" -eq "$n" -a "$ppp" -eq 0
 }
 
+# 6.1 / 6.12, net.netfilter.nf_flow_bulk_pppoe_direct: off by default,
+# the stream into the session goes through pppr (the PPP unit's own
+# work: filters, pppd's idle time, compression), which a capture on pppr
+# sees. On, and pppr without a qdisc, the module stands in for pppr: the
+# bulks go to r0 with the
+# PPPoE and PPP headers pushed (run_case checks them on the wire), pppr
+# sees none of the stream but counts it, nothing falls back; with a qdisc
+# on pppr the stream goes through it. A session inside a VLAN is not
+# stood in for. The session ending under a stream must leave the kernel
+# quiet and send nothing more in it once its PPP device is gone.
+ppp_txp() {
+	ip -n "$R" -s -j link show "$1" | jq '.[0].stats64.tx.packets'
+}
+taken_at_least() {
+	[ "$(fp_stat "$R" "t['taken_xmit']['neigh']")" -ge "$1" ]
+}
+dev_gone() {
+	! ip -n "$1" link show "$2" >/dev/null 2>&1
+}
+pppoe_direct() {
+	ip netns exec "$R" sysctl -qw "net.netfilter.nf_flow_bulk_pppoe_direct=$1"
+}
+fallbacks() {
+	fp_stat "$R" "'%d %d' % (t['fallback']['qdisc'], sum(t['fallback'].values()))"
+}
+# cap_on NS DEV FILE: a capture on DEV in NS into $FP_TMP/FILE.pcap; sets
+# cap_pid.
+cap_on() {
+	rm -f "$FP_TMP/$3.pcap" "$FP_TMP/$3.err"
+	ip netns exec "$1" tcpdump -i "$2" -nn -U -B 8192 -w "$FP_TMP/$3.pcap" \
+		2>"$FP_TMP/$3.err" &
+	cap_pid=$!
+	busywait 30000 grep -q "listening on" "$FP_TMP/$3.err"
+}
+cap_off() {
+	kill -INT "$cap_pid" 2>/dev/null || true
+	wait "$cap_pid" 2>/dev/null || true
+}
+# direct_case NAME DEV SRC DST PORT N SID [VID]: run_case from S into the
+# session on DEV (in VLAN VID); sets d_seen (data datagrams to PORT a capture
+# on DEV saw), d_tx (DEV's transmit counter's increase), d_q and d_fb
+# (the module's qdisc and all fallbacks' increases).
+direct_case() {
+	local name=$1 dev=$2 src=$3 dst=$4 port=$5 n=$6 psid=$7 vid=${8:--}
+	local t0 q0 f0 q1 f1
+	t0=$(ppp_txp "$dev")
+	read -r q0 f0 < <(fallbacks)
+	cap_on "$R" "$dev" ppp
+	run_case "$name" "$S" "$src" "$C" "$dst" "$port" none neigh "$n" "$psid" "$vid"
+	cap_off
+	d_seen=$(tcpdump -r "$FP_TMP/ppp.pcap" -nn "udp dst port $port and greater 500" 2>/dev/null | wc -l)
+	d_tx=$(($(ppp_txp "$dev") - t0))
+	read -r q1 f1 < <(fallbacks)
+	d_q=$((q1 - q0)) d_fb=$((f1 - f0))
+	echo "INFO: $name: $dev: capture $d_seen, tx packets +$d_tx; fallbacks qdisc +$d_q, all +$d_fb"
+}
 modprobe pppoe
 plugin=$(nfb_ppp_plugin) || nfb_cannot_run "no kernel PPPoE plugin for pppd"
 [ "$stock" = 1 ] || nfb_load_module
@@ -320,7 +377,14 @@ to_ppp=neigh
 if fp_kernel_pushes_encap; then to_ppp=direct; fi
 
 run_case "pppoe -> ethernet" "$C" 10.0.4.1 "$S" 10.0.2.1 6001 pppoe neigh "$N" "$sid1" -
-run_case "ethernet -> pppoe" "$S" 10.0.2.1 "$C" 10.0.4.1 6002 none "$to_ppp" "$N" "$sid1" -
+if [ "$stock" != 1 ] && ! fp_kernel_pushes_encap; then
+	# With pppoe_direct 0, the default: through pppr.
+	direct_case "ethernet -> pppoe" pppr 10.0.2.1 10.0.4.1 6002 "$N" "$sid1"
+	check "pppoe_direct 0: the stream went through pppr (captured $d_seen of $N)" \
+		test "$d_seen" -ge "$N"
+else
+	run_case "ethernet -> pppoe" "$S" 10.0.2.1 "$C" 10.0.4.1 6002 none "$to_ppp" "$N" "$sid1" -
+fi
 run_case "ipv6: pppoe -> ethernet" "$C" fd00:4::1 "$S" fd00:2::1 6003 pppoe neigh \
 	"$N_MORE" "$sid1" -
 run_case "ipv6: ethernet -> pppoe" "$S" fd00:2::1 "$C" fd00:4::1 6004 none "$to_ppp" \
@@ -329,6 +393,77 @@ run_case "vlan 10 + pppoe -> ethernet" "$C" 10.0.5.1 "$S" 10.0.2.1 6005 vlan_ppp
 	"$N_MORE" "$sid2" 10
 run_case "ethernet -> vlan 10 + pppoe" "$S" 10.0.2.1 "$C" 10.0.5.1 6006 none "$to_ppp" \
 	"$N_MORE" "$sid2" 10
+
+if [ "$stock" != 1 ] && ! fp_kernel_pushes_encap; then
+	check "nf_flow_bulk_pppoe_direct is 0 by default" \
+		test "$(ip netns exec "$R" sysctl -n net.netfilter.nf_flow_bulk_pppoe_direct)" = 0
+	check "nf_flow_bulk_pppoe_direct=2 refused" eval '! pppoe_direct 2'
+	check "nf_flow_bulk_pppoe_direct=-1 refused" eval '! pppoe_direct -1'
+
+	check "nf_flow_bulk_pppoe_direct=1 accepted" pppoe_direct 1
+	# A PPP device gets the default qdisc; the module stands in only for
+	# one without (as for a VLAN device).
+	tc -n "$R" qdisc replace dev pppr root noqueue
+	direct_case "ethernet -> pppoe (pppoe_direct 1)" pppr 10.0.2.1 10.0.4.1 6012 "$N" "$sid1"
+	check "pppoe_direct 1: the module stood in for pppr (pppr captured $d_seen, none)" \
+		test "$d_seen" -eq 0
+	# Where the PPP unit keeps its counters private (6.12.95: no per-CPU
+	# counters of the core), the module cannot count there and says so.
+	if [ "$d_tx" -lt "$N" ] && dmesg | grep -q 'keeps its transmit counters to itself'; then
+		echo "INFO: this kernel's PPP device keeps its counters private: not counted (+$d_tx)"
+		check "pppoe_direct 1: pppr's private counters left alone (+$d_tx, under 10)" \
+			test "$d_tx" -lt 10
+	else
+		check "pppoe_direct 1: pppr counted what the module sent for it (+$d_tx, at least $N)" \
+			test "$d_tx" -ge "$N"
+	fi
+	check "pppoe_direct 1: nothing fell back to pppr (fallbacks +$d_fb)" test "$d_fb" -eq 0
+
+	direct_case "ipv6: ethernet -> pppoe (pppoe_direct 1)" pppr fd00:2::1 fd00:4::1 6013 \
+		"$N_MORE" "$sid1"
+	check "ipv6, pppoe_direct 1: stood in for pppr (captured $d_seen, none; fallbacks +$d_fb)" \
+		test "$d_seen" -eq 0 -a "$d_fb" -eq 0
+
+	direct_case "ethernet -> vlan 10 + pppoe (pppoe_direct 1)" pppr2 10.0.2.1 10.0.5.1 6014 \
+		"$N_MORE" "$sid2" 10
+	check "pppoe_direct 1, a session inside a VLAN: through pppr2 (captured $d_seen of $N_MORE)" \
+		test "$d_seen" -ge "$N_MORE"
+
+	tc -n "$R" qdisc replace dev pppr root pfifo limit 1000
+	direct_case "ethernet -> pppoe (pppoe_direct 1, a qdisc on pppr)" pppr 10.0.2.1 10.0.4.1 \
+		6015 "$N_MORE" "$sid1"
+	check "pppoe_direct 1, a qdisc on pppr: the stream went through it (captured $d_seen, fallback qdisc +$d_q, at least $N_MORE)" \
+		test "$d_seen" -ge "$N_MORE" -a "$d_q" -ge "$N_MORE"
+	tc -n "$R" qdisc replace dev pppr root noqueue
+
+	# The session ends under a stream: R's pppd goes (LCP terminate),
+	# pppr with it, while S still sends. Once pppr is gone, no data frame
+	# in the session on c0 (the capture's time stamps against the time
+	# pppr was seen gone, which is later than when it went).
+	cap_on "$C" c0 end
+	fp_stream_recv "$C" 10.0.4.1 6016
+	taken0=$(fp_stat "$R" "t['taken_xmit']['neigh']")
+	ip netns exec "$S" python3 "${PY[@]}" send 10.0.2.1 10.0.4.1 6016 6000 >/dev/null 2>&1 &
+	sender=$!
+	check "session end: the stream is under way (100 taken by the module)" \
+		busywait 60000 taken_at_least $((taken0 + 100))
+	kill "$r_pppd_plain"
+	check "session end: pppr gone" busywait 30000 dev_gone "$R" pppr
+	gone=$(date +%s.%N)
+	check "session end: the stream went on after it (sender still running)" kill -0 "$sender"
+	wait "$sender" 2>/dev/null || true
+	cap_off
+	read -r before after < <(tcpdump -tt -r "$FP_TMP/end.pcap" -nn -e pppoes 2>/dev/null |
+		awk -v ses="$(printf 'ses 0x%x' "$sid1")" -v gone="$gone" '
+			index($0, ses) && /\.6016: UDP/ { if ($1 + 0 > gone + 0) n++; else b++ }
+			END { print b + 0, n + 0 }')
+	echo "INFO: session end: $before data frames in session $sid1 before pppr was seen gone, $after after"
+	check "session end: data frames in the session before pppr went ($before)" \
+		test "$before" -ge 100
+	check "session end: no data frame in the session once pppr was gone ($after)" \
+		test "$after" -eq 0
+	pppoe_direct 0
+fi
 
 if [ "$stock" != 1 ]; then
 	echo "INFO: module: $(fp_stat "$R" '{k: t[k] for k in ("packets", "bulks", "taken_encap", "taken_xmit", "fallback")}')"
