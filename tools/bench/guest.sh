@@ -57,6 +57,10 @@
 #   vlan   802.1Q id 100, pushed by west, popped by east
 #   pppoe  a kernel-mode PPPoE session, west the client, east the access
 #          concentrator (IPv4 only)
+#   pppoe-direct  the same, the module (bulk) with
+#          net.netfilter.nf_flow_bulk_pppoe_direct=1 on both routers: on
+#          6.1 / 6.12 west's flows into the session go to w1 with the
+#          PPPoE header pushed, not through the PPP device
 #   ipip   an IPIP tunnel, pushed by west, popped by east (IPv4 only)
 # The flowtables are on the real devices in every case. Each point's JSON
 # names its encapsulation (encap); for bulk it also gives what the module
@@ -105,7 +109,7 @@ done
 for encap in $encaps; do
 	case "$encap" in
 	none | vlan) ;;
-	pppoe | ipip)
+	pppoe | pppoe-direct | ipip)
 		if [ "$family" = 6 ]; then
 			echo "guest.sh: --encap $encap is IPv4 only" >&2
 			exit 2
@@ -288,6 +292,10 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 	bulk)
 		if [ "$bulk_ok" = 1 ]; then
 			topo_flowtable_add early_ingress || status=attach-failed
+			if [ "$encap" = pppoe-direct ]; then
+				in_ns "$NS_WEST" sysctl -qw net.netfilter.nf_flow_bulk_pppoe_direct=1
+				in_ns "$NS_EAST" sysctl -qw net.netfilter.nf_flow_bulk_pppoe_direct=1
+			fi
 		else
 			status=unavailable
 		fi
@@ -414,7 +422,7 @@ for link in $links; do
 		case " $qdiscs " in
 		*" mq "*) [ "$link" != veth ] || TOPO_EGRESS_TXQ=2 ;;
 		esac
-		topo_create "$link" "$encap"
+		topo_create "$link" "${encap%-direct}"
 		qs=$qdiscs
 		link_window=128
 		if [ "$link" = veth ]; then
@@ -427,7 +435,7 @@ for link in $links; do
 		fi
 		# Resolve every neighbour on the path, both ways, before measuring.
 		in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST4" >/dev/null
-		[ "$encap" = pppoe ] || in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST6" >/dev/null
+		[ "${encap%-direct}" = pppoe ] || in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST6" >/dev/null
 		# gen-alone first, before the links carry any traffic: it sends
 		# into a dummy device, but its cost (slab slow paths of 32-skb
 		# bursts) depends on the memory layout that earlier traffic left,

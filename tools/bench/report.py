@@ -66,7 +66,7 @@ PEERS = [("stock", "on"), ("stock", "off"), ("stock", "list"), ("stock", "udpfwd
 # to the stack).
 XDP_STACK_SHARE = 0.01
 # The encapsulation table's order (then link, GRO, qdisc, family, flows).
-ENCAPS = ["none", "vlan", "pppoe"]
+ENCAPS = ["none", "vlan", "pppoe", "pppoe-direct"]
 
 
 def path_cost(total, gen_alone):
