@@ -1169,9 +1169,10 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 
 /*
  * The bulk key: output device, transmit queue, ethertype, transmit type,
- * transmit encapsulation, and the next hop (NEIGH) or the MAC addresses
- * (DIRECT). Everything a packet's transmit depends on besides its own
- * bytes: __nfb_xmit_bulk() takes all of it from the bulk's first packet.
+ * transmit encapsulation, the route's device where the module stands in
+ * for it, and the next hop (NEIGH) or the MAC addresses (DIRECT).
+ * Everything a packet's transmit depends on besides its own bytes:
+ * __nfb_xmit_bulk() takes all of it from the bulk's first packet.
  * Not the DSCP, which the RFC's key has: nothing in a bulk's transmit
  * reads it (a qdisc that classifies gets each packet enqueued on its own,
  * and reads its DSCP from its header). And the namespace the packet was
@@ -1189,7 +1190,12 @@ static bool nfb_key_match(const struct nfb_bulk *b, const struct sk_buff *skb,
 	if (b->dev != skb->dev || b->nn != cb->nn ||
 	    b->proto != skb->protocol ||
 	    b->txq != txq || b->xmit != cb->xmit ||
+	    head->stand_in != cb->stand_in ||
 	    memcmp(head->encap, cb->encap, sizeof(cb->encap)))
+		return false;
+	/* Whose neighbour, VLAN devices or PPPoE session (stand_in). */
+	if (unlikely(cb->stand_in) &&
+	    skb_dst(b->head)->dev != skb_dst(skb)->dev)
 		return false;
 	if (cb->xmit == NFB_XMIT_DIRECT)
 		return !memcmp(&head->nexthop.mac, &cb->nexthop.mac,
