@@ -28,13 +28,13 @@
  * second per namespace; an attachment that is not settled (flowtable gone,
  * hooks pending removal) is polled with a delay that doubles from
  * NFB_RESCAN_MIN to NFB_RESCAN_MAX; and every attachment is walked again
- * every NFB_SWEEP, since an nft update that adds devices to a flowtable
- * changes no hook list the module's hooks see. Nothing a user namespace
+ * every sweep_interval seconds (the sweep), since an nft update that adds
+ * devices to a flowtable changes no hook list the module's hooks see. Nothing a user namespace
  * can do makes the module take RTNL more often than that on its own. What
  * a walk costs grows with the namespace's attachments (each walks the
  * devices' hook lists under RTNL), so a namespace holds at most
  * max_attachments of them, a module parameter: the host's root sets it,
- * not the namespace's.
+ * not the namespace's, as it sets sweep_interval.
  */
 #include <linux/module.h>
 #include <linux/moduleparam.h>
@@ -76,6 +76,44 @@ module_param_cb(max_attachments, &nfb_max_attachments_ops,
 		&nfb_max_attachments, 0644);
 MODULE_PARM_DESC(max_attachments,
 		 "flowtables one network namespace may attach (1..4096, default 64)");
+
+/*
+ * Seconds between sweeps; a new value counts from the last sweep, and
+ * from the next time the rescan work is scheduled.
+ */
+#define NFB_SWEEP_INTERVAL_LIMIT	3600
+static unsigned int nfb_sweep_interval = 64;
+
+static int nfb_sweep_interval_set(const char *val,
+				  const struct kernel_param *kp)
+{
+	unsigned int n;
+	int err;
+
+	err = kstrtouint(val, 0, &n);
+	if (err)
+		return err;
+	if (n < 1 || n > NFB_SWEEP_INTERVAL_LIMIT)
+		return -ERANGE;
+	WRITE_ONCE(nfb_sweep_interval, n);
+	return 0;
+}
+
+static const struct kernel_param_ops nfb_sweep_interval_ops = {
+	.set	= nfb_sweep_interval_set,
+	.get	= param_get_uint,
+};
+
+module_param_cb(sweep_interval, &nfb_sweep_interval_ops,
+		&nfb_sweep_interval, 0644);
+MODULE_PARM_DESC(sweep_interval,
+		 "seconds between walks of every attachment, which find devices an nft update added (1..3600, default 64)");
+
+/* When the next sweep of @nn is due. Caller holds RTNL. */
+static unsigned long nfb_sweep_at(const struct nfb_net *nn)
+{
+	return nn->swept_at + READ_ONCE(nfb_sweep_interval) * HZ;
+}
 
 struct nfb_found {
 	struct net_device	*dev;
@@ -522,7 +560,7 @@ int nfb_attach(struct net *net, u32 family, const char *table,
 		return err;
 	}
 	/* The sweep (a no-op when the work is pending: it re-arms itself). */
-	nfb_rescan_at(nn, nn->sweep_at);
+	nfb_rescan_at(nn, nfb_sweep_at(nn));
 	return 0;
 }
 
@@ -578,12 +616,13 @@ bool nfb_hook_adjacent(const struct nfb_hook *h)
 /*
  * Rescan the attachments of @nn: the devices the datapath marked dirty, one
  * by one; when a poll is due, every device for each attachment that is
- * not settled; every NFB_SWEEP, every device for every attachment. Caller
+ * not settled; every sweep_interval, every device for every attachment. Caller
  * holds RTNL.
  */
 void nfb_rescan_all(struct nfb_net *nn)
 {
 	bool again = false, progress = false, poll, sweep;
+	unsigned long sweep_at;
 	struct nfb_hook *h, *tmp;
 	struct nfb_attach *a;
 
@@ -591,9 +630,10 @@ void nfb_rescan_all(struct nfb_net *nn)
 	if (nn->exiting)
 		return;
 	poll = time_after_eq(jiffies, nn->poll_at);
-	sweep = time_after_eq(jiffies, nn->sweep_at);
+	sweep = time_after_eq(jiffies, nfb_sweep_at(nn));
 	if (sweep)
-		nn->sweep_at = jiffies + NFB_SWEEP;
+		nn->swept_at = jiffies;
+	sweep_at = nfb_sweep_at(nn);
 	list_for_each_entry(a, &nn->attachments, list) {
 		bool was = list_empty(&a->hooks) || a->unsettled;
 
@@ -621,7 +661,7 @@ void nfb_rescan_all(struct nfb_net *nn)
 	if (!again) {
 		nn->rescan_delay = NFB_RESCAN_MIN;
 		if (!list_empty(&nn->attachments))
-			nfb_rescan_at(nn, nn->sweep_at);
+			nfb_rescan_at(nn, sweep_at);
 		return;
 	}
 	if (poll) {
@@ -629,8 +669,8 @@ void nfb_rescan_all(struct nfb_net *nn)
 		nn->rescan_delay = min(nn->rescan_delay * 2,
 				       (unsigned long)NFB_RESCAN_MAX);
 	}
-	nfb_rescan_at(nn, time_before(nn->poll_at, nn->sweep_at) ?
-			  nn->poll_at : nn->sweep_at);
+	nfb_rescan_at(nn, time_before(nn->poll_at, sweep_at) ?
+			  nn->poll_at : sweep_at);
 }
 
 void nfb_rescan_work(struct work_struct *work)

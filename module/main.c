@@ -190,7 +190,7 @@ static int __net_init nfb_net_init(struct net *net)
 	nn->bulk_max = NFB_BULK_DEFAULT;
 	nn->rescan_next = jiffies;
 	nn->poll_at = jiffies;
-	nn->sweep_at = jiffies + NFB_SWEEP;
+	nn->swept_at = jiffies;
 	INIT_LIST_HEAD(&nn->attachments);
 	INIT_DELAYED_WORK(&nn->rescan_work, nfb_rescan_work);
 

@@ -82,12 +82,6 @@ static inline u64 nfb_stats_taken(const struct nfb_stats *st,
 /* Rescans of an unsettled attachment back off from 1/2 s to 64 s. */
 #define NFB_RESCAN_MIN		(HZ / 2)
 #define NFB_RESCAN_MAX		(64 * HZ)
-/*
- * Every attachment, settled or not, is walked again this often: an nft
- * update that adds devices to a flowtable changes no hook list the
- * module's hooks see.
- */
-#define NFB_SWEEP		(64 * HZ)
 
 /* Per-netns state. */
 struct nfb_net {
@@ -103,7 +97,7 @@ struct nfb_net {
 	unsigned long			rescan_next;	/* jiffies */
 	unsigned long			rescan_delay;	/* under RTNL */
 	unsigned long			poll_at;	/* jiffies, under RTNL */
-	unsigned long			sweep_at;	/* jiffies, under RTNL */
+	unsigned long			swept_at;	/* jiffies, under RTNL */
 	/*
 	 * Set under RTNL once the namespace (or the module) is going away:
 	 * no attach, no rescan, no new work after that.

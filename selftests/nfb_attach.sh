@@ -59,6 +59,15 @@ check "empty list (module autoloaded)" \
 	test "$(fp_genl "$R" list)" = "[]"
 check "module loaded by family alias" nfb_module_loaded
 
+# A sweep every 2 s in this test (sweep_interval, the host root's knob,
+# 64 s by default): the nft update below waits for one.
+set_sweep() {
+	echo "$1" 2>/dev/null >"/sys/module/$NFB_MODULE/parameters/sweep_interval"
+}
+check "sweep_interval=0 refused" eval '! set_sweep 0'
+check "sweep_interval=3601 refused" eval '! set_sweep 3601'
+check "sweep_interval=2 accepted" set_sweep 2
+
 expect_err ENOENT "no such flowtable" attach inet fp nope
 expect_err ENOENT "no such flowtable" attach ip fp ft
 expect_err EINVAL "family must be" attach 7 fp ft
@@ -136,7 +145,8 @@ ip netns exec "$R" nft delete table inet big
 
 # A device added to an attached flowtable by an nft update changes no hook
 # list the module's hooks are on, so no packet asks for a rescan: the
-# sweep, every 64 s, walks every attachment and finds it.
+# sweep (every 64 s by default, every 2 s here) walks every attachment and
+# finds it. Within 20 s: a sweep_interval not applied fails.
 ip netns exec "$R" nft "add table inet grow; add flowtable inet grow ft { hook ingress priority 7; devices = { d0 }; }"
 check "attach inet grow ft (d0)" fp_genl "$R" attach inet grow ft
 ip netns exec "$R" nft "add flowtable inet grow ft { hook ingress priority 7; devices = { d1 }; }"
@@ -145,7 +155,7 @@ grown() {
 a = [x for x in json.load(sys.stdin) if x["table"] == "grow"]
 sys.exit(0 if sorted(a[0]["devices"]) == ["d0", "d1"] else 1)'
 }
-check "device added by an nft update: hooked within a sweep" busywait 100000 grown
+check "device added by an nft update: hooked within a sweep" busywait 20000 grown
 check "detach inet grow ft" fp_genl "$R" detach inet grow ft
 ip netns exec "$R" nft delete table inet grow
 
