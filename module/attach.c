@@ -29,12 +29,12 @@
  * hooks pending removal) is polled with a delay that doubles from
  * NFB_RESCAN_MIN to NFB_RESCAN_MAX; and every attachment is walked again
  * every sweep_interval seconds (the sweep), since an nft update that adds
- * devices to a flowtable changes no hook list the module's hooks see. Nothing a user namespace
- * can do makes the module take RTNL more often than that on its own. What
- * a walk costs grows with the namespace's attachments (each walks the
- * devices' hook lists under RTNL), so a namespace holds at most
- * max_attachments of them, a module parameter: the host's root sets it,
- * not the namespace's, as it sets sweep_interval.
+ * devices to a flowtable changes no hook list the module's hooks see.
+ * Nothing a user namespace can do makes the module take RTNL more often
+ * than that on its own. What a walk costs grows with the namespace's
+ * attachments (each walks the devices' hook lists under RTNL), so a
+ * namespace holds at most max_attachments of them, a module parameter:
+ * the host's root sets it, not the namespace's, as it sets sweep_interval.
  */
 #include <linux/module.h>
 #include <linux/moduleparam.h>
@@ -616,8 +616,8 @@ bool nfb_hook_adjacent(const struct nfb_hook *h)
 /*
  * Rescan the attachments of @nn: the devices the datapath marked dirty, one
  * by one; when a poll is due, every device for each attachment that is
- * not settled; every sweep_interval, every device for every attachment. Caller
- * holds RTNL.
+ * not settled; every sweep_interval seconds, every device for every
+ * attachment. Caller holds RTNL.
  */
 void nfb_rescan_all(struct nfb_net *nn)
 {
