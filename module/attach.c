@@ -49,11 +49,12 @@
 /* Room for devices a scan may find beyond those already hooked. */
 #define NFB_FOUND_SPARE	8
 
-#define NFB_MAX_ATTACHMENTS_LIMIT	4096
-static unsigned int nfb_max_attachments = 64;
-
-static int nfb_max_attachments_set(const char *val,
-				   const struct kernel_param *kp)
+/*
+ * An unsigned parameter from 1 to @max: anything else is refused with
+ * ERANGE (a number) or kstrtouint()'s error.
+ */
+static int nfb_param_set_range(const char *val, unsigned int *param,
+			       unsigned int max)
 {
 	unsigned int n;
 	int err;
@@ -61,10 +62,20 @@ static int nfb_max_attachments_set(const char *val,
 	err = kstrtouint(val, 0, &n);
 	if (err)
 		return err;
-	if (n < 1 || n > NFB_MAX_ATTACHMENTS_LIMIT)
+	if (n < 1 || n > max)
 		return -ERANGE;
-	WRITE_ONCE(nfb_max_attachments, n);
+	WRITE_ONCE(*param, n);
 	return 0;
+}
+
+#define NFB_MAX_ATTACHMENTS_LIMIT	4096
+static unsigned int nfb_max_attachments = 64;
+
+static int nfb_max_attachments_set(const char *val,
+				   const struct kernel_param *kp)
+{
+	return nfb_param_set_range(val, &nfb_max_attachments,
+				   NFB_MAX_ATTACHMENTS_LIMIT);
 }
 
 static const struct kernel_param_ops nfb_max_attachments_ops = {
@@ -87,16 +98,8 @@ static unsigned int nfb_sweep_interval = 64;
 static int nfb_sweep_interval_set(const char *val,
 				  const struct kernel_param *kp)
 {
-	unsigned int n;
-	int err;
-
-	err = kstrtouint(val, 0, &n);
-	if (err)
-		return err;
-	if (n < 1 || n > NFB_SWEEP_INTERVAL_LIMIT)
-		return -ERANGE;
-	WRITE_ONCE(nfb_sweep_interval, n);
-	return 0;
+	return nfb_param_set_range(val, &nfb_sweep_interval,
+				   NFB_SWEEP_INTERVAL_LIMIT);
 }
 
 static const struct kernel_param_ops nfb_sweep_interval_ops = {

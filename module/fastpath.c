@@ -306,6 +306,24 @@ struct nfb_out {
 };
 
 /*
+ * The Ethernet device behind a route's device @dev that path discovery
+ * resolved (the other direction's iifidx), or @dev itself when there is
+ * none: the device a bulk the module stands in for is sent to.
+ */
+static struct net_device *
+nfb_real_out(struct net *net, const struct flow_offload_tuple *other,
+	     struct net_device *dev)
+{
+	struct net_device *real;
+
+	real = dev_get_by_index_rcu(net, other->iifidx);
+	if (!real || real == dev || !real->header_ops ||
+	    real->header_ops->create != eth_header)
+		return dev;
+	return real;
+}
+
+/*
  * 6.1 / 6.12: a NEIGH flow whose route leaves through a VLAN device
  * (@vlan) that path discovery resolved to the real device behind it
  * (the other direction's iifidx, its tags in encap[]). Its bulks go to the
@@ -323,15 +341,9 @@ static noinline struct net_device *
 nfb_vlan_out(struct net *net, const struct flow_offload_tuple *other,
 	     struct net_device *vlan)
 {
-	struct net_device *real;
-
 	if (!other->encap_num)
 		return vlan;
-	real = dev_get_by_index_rcu(net, other->iifidx);
-	if (!real || real == vlan || !real->header_ops ||
-	    real->header_ops->create != eth_header)
-		return vlan;
-	return real;
+	return nfb_real_out(net, other, vlan);
 }
 
 /*
@@ -353,17 +365,11 @@ nfb_ppp_out(struct nfb_net *nn, struct net *net,
 	    const struct flow_offload_tuple *other, struct net_device *ppp,
 	    const struct sk_buff *skb)
 {
-	struct net_device *real;
-
 	if (!READ_ONCE(nn->pppoe_direct) || skb_is_gso(skb) ||
 	    other->encap_num != 1 ||
 	    other->encap[0].proto != htons(ETH_P_PPP_SES))
 		return ppp;
-	real = dev_get_by_index_rcu(net, other->iifidx);
-	if (!real || real == ppp || !real->header_ops ||
-	    real->header_ops->create != eth_header)
-		return ppp;
-	return real;
+	return nfb_real_out(net, other, ppp);
 }
 
 static int nfb_direct_out(const struct nf_hook_state *state,

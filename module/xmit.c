@@ -358,22 +358,39 @@ struct nfb_vlan_chain {
 	int			n;
 };
 
+/*
+ * Whether the module can stand in for @d, a device it does not transmit
+ * on: up, no egress hook, one queue and no qdisc. __NFB_FALLBACK_MAX if
+ * it can, else why not.
+ */
+static enum nfb_fallback_reason nfb_stand_in_ok(struct net_device *d)
+{
+	struct Qdisc *q;
+
+	if (!netif_running(d))
+		return NFB_FALLBACK_NEIGH;
+	if (nfb_dev_has_egress_hooks(d))
+		return NFB_FALLBACK_EGRESS_HOOK;
+	q = rcu_dereference_bh(netdev_get_tx_queue(d, 0)->qdisc);
+	if (d->real_num_tx_queues != 1 || q->enqueue)
+		return NFB_FALLBACK_QDISC;
+	return __NFB_FALLBACK_MAX;
+}
+
 static enum nfb_fallback_reason nfb_vlan_chain(struct net_device *top,
 					       struct net_device *real,
 					       struct nfb_vlan_chain *c)
 {
 #if IS_ENABLED(CONFIG_VLAN_8021Q)
 	struct net_device *d = top;
-	struct Qdisc *q;
+	enum nfb_fallback_reason r;
 
 	for (c->n = 0; is_vlan_dev(d); d = vlan_dev_priv(d)->real_dev) {
-		if (c->n == NF_FLOW_TABLE_ENCAP_MAX || !netif_running(d))
+		if (c->n == NF_FLOW_TABLE_ENCAP_MAX)
 			return NFB_FALLBACK_NEIGH;
-		if (nfb_dev_has_egress_hooks(d))
-			return NFB_FALLBACK_EGRESS_HOOK;
-		q = rcu_dereference_bh(netdev_get_tx_queue(d, 0)->qdisc);
-		if (d->real_num_tx_queues != 1 || q->enqueue)
-			return NFB_FALLBACK_QDISC;
+		r = nfb_stand_in_ok(d);
+		if (r != __NFB_FALLBACK_MAX)
+			return r;
 		c->dev[c->n++] = d;
 	}
 	if (d == real && c->n)
@@ -501,15 +518,11 @@ nfb_ppp_session(struct net_device *ppp, const struct net_device *real,
 {
 	struct net_device_path_stack stack;
 	const struct net_device_path *path;
-	struct Qdisc *q;
+	enum nfb_fallback_reason r;
 
-	if (!netif_running(ppp))
-		return NFB_FALLBACK_NEIGH;
-	if (nfb_dev_has_egress_hooks(ppp))
-		return NFB_FALLBACK_EGRESS_HOOK;
-	q = rcu_dereference_bh(netdev_get_tx_queue(ppp, 0)->qdisc);
-	if (ppp->real_num_tx_queues != 1 || q->enqueue)
-		return NFB_FALLBACK_QDISC;
+	r = nfb_stand_in_ok(ppp);
+	if (r != __NFB_FALLBACK_MAX)
+		return r;
 	if (nfb_fill_forward_path(ppp, &stack) ||
 	    stack.num_paths != 2)
 		return NFB_FALLBACK_NEIGH;
