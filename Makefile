@@ -212,4 +212,4 @@ clean:
 	rm -rf $(BUILD)
 
 help:
-	@sed -n '3,18p' Makefile
+	@sed -n '3,/^$$/{/^$$/d;s/^# \{0,1\}//;p}' Makefile
