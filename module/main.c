@@ -127,7 +127,7 @@ static const char * const nfb_decline_names[] = {
 };
 
 static const char * const nfb_fallback_names[] = {
-	"qdisc", "egress_hook", "neigh", "busy",
+	"qdisc", "egress_hook", "neigh", "busy", "txq",
 };
 
 static const char * const nfb_drop_names[] = {

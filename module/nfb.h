@@ -176,15 +176,13 @@ struct nfb_hook {
  *
  * Where it lives: past the qdisc_skb_cb header (pkt_len,
  * slave_dev_queue_mapping, tc_classid; bytes 0..7; on 7.x see
- * NFB_SDQM_IN_CB below). The drain picks each
- * packet's transmit queue while this is still in use, and the output
- * device's ndo_select_queue() writes that header: bond, team,
- * net_failover and netvsc keep slave_dev_queue_mapping there until their
- * ndo_start_xmit() reads it back. With the next hop in bytes 0..15 a bond
- * output corrupted every IPv6 next hop and every cached MAC address.
- * No ndo_select_queue() of 6.1 or 6.12 writes past the header, and no
- * qdisc reads its data[] before enqueue, by which time this is cleared
- * (nfb_cb_clear()).
+ * NFB_SDQM_IN_CB below). The output device's ndo_select_queue() writes
+ * that header: bond, team, net_failover and netvsc keep
+ * slave_dev_queue_mapping there until their ndo_start_xmit() reads it
+ * back. With the next hop in bytes 0..15 a bond output corrupted every
+ * IPv6 next hop and every cached MAC address. A device with its own pick
+ * is asked only once this is cleared (nfb_cb_clear(); xmit.c,
+ * nfb_pick_frame()), and no qdisc reads its data[] before enqueue.
  */
 struct nfb_cb {
 	union {
@@ -226,10 +224,11 @@ struct nfb_cb {
  * layout itself) the slot's bytes live in tc_classid's place, before our
  * part and read by nobody before the qdisc, while our part is in use:
  * nfb_sdqm_park() puts the bytes the packet came with there when the
- * packet is taken, the pick hands them to the device and keeps what the
- * device wrote, and nfb_cb_clear() moves them back to their own place.
- * A single-queue master gets no ndo_select_queue() call, in the stock
- * path as here, and reads the bytes the packet came with.
+ * packet is taken, and nfb_cb_clear() moves them back to their own place,
+ * before the device's ndo_select_queue() is asked (xmit.c,
+ * nfb_pick_frame()). A single-queue master gets no ndo_select_queue()
+ * call, in the stock path as here, and reads the bytes the packet came
+ * with.
  */
 #define NFB_SDQM_OFFSET	offsetof(struct qdisc_skb_cb, slave_dev_queue_mapping)
 #define NFB_SDQM_STASH	offsetof(struct qdisc_skb_cb, tc_classid)

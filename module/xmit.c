@@ -142,56 +142,75 @@ MODULE_PARM_DESC(test_hold,
 		 "selftests only: keep taken packets queued until cleared");
 
 /*
+ * The bulk key's queue for packets whose queue is picked only once their
+ * frame is built, in __nfb_xmit_bulk() (nfb_pick_txq()).
+ */
+#define NFB_TXQ_LATE	U16_MAX
+
+/*
  * The transmit queue dev_queue_xmit() would pick, computed the same way
  * (netdev_core_pick_tx(), not exported) on the same skb, so that a packet
  * of a flow that falls back to dev_queue_xmit() lands on the queue its
  * list-path siblings use. skb->dev is already the output device. The skb's
  * queue_mapping (the receive queue, which skb_tx_hash() reads) is left as
- * it is; the list path sets it just before the driver.
+ * it is; the list path sets it just before the driver. Or NFB_TXQ_LATE.
  */
 static u16 nfb_pick_txq(struct net_device *dev, struct sk_buff *skb)
 {
-	const struct net_device_ops *ops = dev->netdev_ops;
-	u8 ours[NFB_SDQM_LEN];
-	int q = 0;
+	const struct nfb_cb *cb = NFB_CB(skb);
 
 	/*
 	 * A device going away has no queues left to pick from; its packets
 	 * are dropped (dev_down) before any queue is used. Closing it waits
 	 * for an RCU grace period, so a device seen running here keeps its
-	 * queues until this poll ends. Checked before our bytes are parked
-	 * below: returning between the park and the restore left the queue
-	 * mapping in the upper half of @nn (a 7.3 guest died of it in
-	 * nfb_lifetime).
+	 * queues until this poll ends.
 	 */
 	if (unlikely(!netif_running(dev)))
 		return 0;
 
 	/*
-	 * 7.x: the device writes into our part (nfb.h, NFB_SDQM_IN_CB). It
-	 * finds the bytes the packet came with, parked when it was taken, as
-	 * in the stock path, and what it leaves there is kept. Nothing may
-	 * return between here and the restore.
+	 * Here the packet is still its network packet: no Ethernet header at
+	 * skb->data, no tag. A device's own pick may read them (mac80211
+	 * without iTXQ the receiver address, sunvnet the destination address,
+	 * a tun steering program the frame; the DCB picks of mlx5, otx2, fec
+	 * and cxgb4 the tag's priority), and where the module pushes tags (a
+	 * VLAN or PPPoE stand-in, 6.19's encapsulation) so does the flow hash
+	 * netdev_pick_tx() falls back to. Those get their queue once their
+	 * frame is built (nfb_pick_frame()), which also leaves the control
+	 * block to the devices that keep a queue mapping there (bond, team,
+	 * net_failover, netvsc; on 7.x in our part, nfb.h). netdev_pick_tx()
+	 * on a bare network packet reads nothing of the frame (the socket,
+	 * XPS, the receive queue, the priority, a flow hash from the network
+	 * header on) and writes nothing in the control block: it picks here
+	 * what it picks on the frame.
 	 */
-	if (NFB_SDQM_IN_CB) {
-		memcpy(ours, skb->cb + NFB_SDQM_OFFSET, NFB_SDQM_LEN);
-		memcpy(skb->cb + NFB_SDQM_OFFSET, skb->cb + NFB_SDQM_STASH,
-		       NFB_SDQM_LEN);
-	}
+	if (dev->netdev_ops->ndo_select_queue || cb->stand_in ||
+	    (nfb_flowtable_pushes_encap() && cb->encap[0].proto))
+		return NFB_TXQ_LATE;
+
 	nfb_skb_set_sender_cpu(skb);
-	if (dev->real_num_tx_queues != 1) {
-		if (ops->ndo_select_queue)
-			q = ops->ndo_select_queue(dev, skb, NULL);
-		else
-			q = netdev_pick_tx(dev, skb, NULL);
-		q = netdev_cap_txqueue(dev, q);
-	}
-	if (NFB_SDQM_IN_CB) {
-		memcpy(skb->cb + NFB_SDQM_STASH, skb->cb + NFB_SDQM_OFFSET,
-		       NFB_SDQM_LEN);
-		memcpy(skb->cb + NFB_SDQM_OFFSET, ours, NFB_SDQM_LEN);
-	}
-	return q;
+	return netdev_cap_txqueue(dev, netdev_pick_tx(dev, skb, NULL));
+}
+
+/*
+ * The queue of a packet of an NFB_TXQ_LATE bulk, its frame built, our part
+ * of the control block cleared and the route dropped where the device
+ * lets it go: as netdev_core_pick_tx() picks it at that point of
+ * __dev_queue_xmit().
+ */
+static u16 nfb_pick_frame(struct net_device *dev, struct sk_buff *skb)
+{
+	const struct net_device_ops *ops = dev->netdev_ops;
+	int q;
+
+	nfb_skb_set_sender_cpu(skb);
+	if (dev->real_num_tx_queues == 1)
+		return 0;
+	if (ops->ndo_select_queue)
+		q = ops->ndo_select_queue(dev, skb, NULL);
+	else
+		q = netdev_pick_tx(dev, skb, NULL);
+	return netdev_cap_txqueue(dev, q);
 }
 
 /*
@@ -351,17 +370,26 @@ static bool nfb_pushes_encap(const struct nfb_cb *cb)
  * 6.1 / 6.12 (fastpath.c, nfb_vlan_out()): the VLAN devices a bulk stands
  * in for, from the route's device (innermost tag) down to the real device
  * the bulk goes to. Each must be up, with no qdisc and no egress hook:
- * otherwise the packets go through them (the reason is returned).
+ * otherwise the packets go through them (the reason is returned). @nit:
+ * bit i set while dev[i] has taps, which the module feeds (nfb_vlan_frame()).
+ * @sent, @bytes, @dropped: what the devices count once the bulk is handed
+ * on (nfb_vlan_tally()).
  */
 struct nfb_vlan_chain {
 	struct net_device	*dev[NF_FLOW_TABLE_ENCAP_MAX];
 	int			n;
+	unsigned int		nit;
+	unsigned int		sent;
+	unsigned int		bytes;
+	unsigned int		dropped;
 };
 
 /*
  * Whether the module can stand in for @d, a device it does not transmit
  * on: up, no egress hook, one queue and no qdisc. __NFB_FALLBACK_MAX if
- * it can, else why not.
+ * it can, else why not. Taps on @d do not keep it from standing in: the
+ * module feeds them as @d's transmit would (nfb_vlan_frame(), and
+ * nfb_push_list() for a PPP device).
  */
 static enum nfb_fallback_reason nfb_stand_in_ok(struct net_device *d)
 {
@@ -377,6 +405,10 @@ static enum nfb_fallback_reason nfb_stand_in_ok(struct net_device *d)
 	return __NFB_FALLBACK_MAX;
 }
 
+/*
+ * Also a VLAN device without reorder_hdr is gone through: its header
+ * (vlan_dev_hard_header()) carries the tag in the frame its taps see.
+ */
 static enum nfb_fallback_reason nfb_vlan_chain(struct net_device *top,
 					       struct net_device *real,
 					       struct nfb_vlan_chain *c)
@@ -385,12 +417,16 @@ static enum nfb_fallback_reason nfb_vlan_chain(struct net_device *top,
 	struct net_device *d = top;
 	enum nfb_fallback_reason r;
 
+	c->nit = 0;
 	for (c->n = 0; is_vlan_dev(d); d = vlan_dev_priv(d)->real_dev) {
-		if (c->n == NF_FLOW_TABLE_ENCAP_MAX)
+		if (c->n == NF_FLOW_TABLE_ENCAP_MAX ||
+		    !(vlan_dev_priv(d)->flags & VLAN_FLAG_REORDER_HDR))
 			return NFB_FALLBACK_NEIGH;
 		r = nfb_stand_in_ok(d);
 		if (r != __NFB_FALLBACK_MAX)
 			return r;
+		if (dev_nit_active(d))
+			c->nit |= BIT(c->n);
 		c->dev[c->n++] = d;
 	}
 	if (d == real && c->n)
@@ -400,53 +436,149 @@ static enum nfb_fallback_reason nfb_vlan_chain(struct net_device *top,
 }
 
 /*
- * What each VLAN device's transmit (vlan_dev_hard_start_xmit()) would do
- * with the packet, innermost first: its tag with the priority bits of its
- * egress map into vlan_tci, the tag there before moved into the packet by
- * the device below (as validate_xmit_vlan() does). @tail: 6.1's stack
- * leaves it so on the wire too.
+ * The frame a packet of a VLAN stand-in bulk leaves with, built as the
+ * stock path builds it on its way through the VLAN devices of @c, whose
+ * taps each see it as that device's transmit (xmit_one()) shows it to
+ * them: first the Ethernet header @eth, the top device's address and the
+ * network protocol (vlan_dev_hard_header() with reorder_hdr); then for
+ * each device, innermost first, the tag the device above left in vlan_tci
+ * moved into the frame (validate_xmit_vlan(): a VLAN device offloads no
+ * tag), the device's taps, with skb->dev that device, and its own tag with
+ * the priority bits of its egress map into vlan_tci
+ * (vlan_dev_hard_start_xmit()). A tap keeps a clone that shares the data:
+ * a tag moved into the frame after it copies the header first
+ * (skb_cow_head() in __vlan_insert_tag()), as in the stack. The skb's data
+ * starts at its network header; skb->dev is @real again at the end.
  */
-static int nfb_vlan_chain_push(struct sk_buff *skb,
-			       const struct nfb_vlan_chain *c,
-			       unsigned int hh_len)
+static int nfb_vlan_frame(struct sk_buff *skb, const struct nfb_vlan_chain *c,
+			  const struct ethhdr *eth, struct net_device *real)
 {
 #if IS_ENABLED(CONFIG_VLAN_8021Q)
 	const struct vlan_dev_priv *v;
-	int i, err;
+	unsigned int hh_len = ETH_HLEN + (c->n - 1) * VLAN_HLEN;
+	int i;
 	u16 tci;
 
 	__skb_pull(skb, skb_network_offset(skb));
+	if (unlikely(skb_headroom(skb) < hh_len) && skb_cow_head(skb, hh_len))
+		return NFB_DROP_NOMEM;
+	memcpy(__skb_push(skb, ETH_HLEN), eth, ETH_HLEN);
+	skb_reset_mac_header(skb);
 	for (i = 0; i < c->n; i++) {
+		if (i) {
+			if (__vlan_insert_tag(skb, skb->vlan_proto,
+					      skb_vlan_tag_get(skb)))
+				return NFB_DROP_NOMEM;
+			skb->protocol = skb->vlan_proto;
+			__vlan_hwaccel_clear_tag(skb);
+		}
+		if (c->nit & BIT(i)) {
+			skb->dev = c->dev[i];
+			dev_queue_xmit_nit(skb, c->dev[i]);
+		}
 		v = vlan_dev_priv(c->dev[i]);
 		tci = v->vlan_id |
 		      vlan_dev_get_egress_qos_mask(c->dev[i], skb->priority);
-		err = nfb_vlan_push(skb, v->vlan_proto, tci, hh_len);
-		if (err)
-			return err;
+		__vlan_hwaccel_put_tag(skb, v->vlan_proto, tci);
 	}
+	skb->dev = real;
 #endif
 	return 0;
 }
 
 /*
+ * The length a VLAN stand-in bulk's packet @skb had when handed on to the
+ * real device, its last tag in vlan_tci: validate_xmit_vlan() may have
+ * moved that tag into the frame since.
+ */
+static __always_inline unsigned int nfb_vlan_len(const struct sk_buff *skb)
+{
+	return skb->len - (skb_vlan_tag_present(skb) ? 0 : VLAN_HLEN);
+}
+
+/*
+ * What the VLAN devices of @c count for a packet of their bulk once the
+ * real device's transmit returned @rc, as vlan_dev_hard_start_xmit()
+ * counts what dev_queue_xmit() returns: taken (NET_XMIT_SUCCESS or
+ * NET_XMIT_CN: sent, or queued or put back in the real device's qdisc) in
+ * tx_packets and tx_bytes, else in tx_dropped. @len: nfb_vlan_len(). A GSO
+ * packet that had to be segmented for the real device counts as its
+ * segments, which the stock path counts as one packet. @c NULL: not a
+ * VLAN stand-in bulk.
+ */
+static void nfb_vlan_tally(struct nfb_vlan_chain *c, unsigned int len, int rc)
+{
+	if (likely(!c))
+		return;
+	if (rc == NET_XMIT_SUCCESS || rc == NET_XMIT_CN) {
+		c->sent++;
+		c->bytes += len;
+	} else {
+		c->dropped++;
+	}
+}
+
+/*
+ * The VLAN devices' own transmit counters for a bulk, as the stock path
+ * counts them through each device: each device counts the frame with its
+ * Ethernet header and less the tags of the devices below it (in vlan_tci
+ * or moved into the frame later); c->bytes has every tag but the last.
+ */
+static void nfb_vlan_chain_count(struct nfb_vlan_chain *c)
+{
+#if IS_ENABLED(CONFIG_VLAN_8021Q)
+	struct vlan_pcpu_stats __percpu *pst;
+	struct vlan_pcpu_stats *st;
+	int i;
+
+	for (i = 0; i < c->n; i++) {
+		pst = vlan_dev_priv(c->dev[i])->vlan_pcpu_stats;
+		if (c->dropped)
+			this_cpu_add(pst->tx_dropped, c->dropped);
+		if (!c->sent)
+			continue;
+		st = this_cpu_ptr(pst);
+		u64_stats_update_begin(&st->syncp);
+		u64_stats_add(&st->tx_packets, c->sent);
+		u64_stats_add(&st->tx_bytes,
+			      c->bytes - c->sent * VLAN_HLEN * (c->n - 1 - i));
+		u64_stats_update_end(&st->syncp);
+	}
+#endif
+}
+
+/*
  * The encapsulation of every packet of a bulk's list @skb, pushed before
- * the bulk's link-layer header: the flow's (from 6.19, @chain NULL) or the
- * VLAN devices' of @chain (6.1 / 6.12). A packet that cannot take it is
- * dropped and counted. Returns the list. Out of the transmit loop, which
- * stays as it is for every other bulk.
+ * the bulk's link-layer header: the flow's (from 6.19) or the PPPoE
+ * session's of a PPP device stood in for (6.1 / 6.12). A packet that
+ * cannot take it is dropped and counted. Returns the list. @tap: the PPP
+ * device, while it has taps: they see each packet as ppp_start_xmit()'s
+ * caller shows it to them, the network packet with skb->dev the PPP
+ * device, before the headers go on (the headers then copy the shared
+ * header first, skb_cow_head(), as pppoe_xmit() does). Out of the transmit
+ * loop, which stays as it is for every other bulk.
  */
 static noinline struct sk_buff *nfb_push_list(struct sk_buff *skb,
 					      struct nfb_net *nn,
-					      const struct nfb_vlan_chain *chain,
+					      struct net_device *tap,
 					      unsigned int hh_len)
 {
 	struct sk_buff *head = NULL, **tail = &head, *next;
+	struct net_device *dev;
 	int err;
 
 	for (; skb; skb = next) {
 		next = skb->next;
-		err = chain ? nfb_vlan_chain_push(skb, chain, hh_len) :
-			      nfb_encap_push(skb, NFB_CB(skb), hh_len);
+		if (unlikely(tap)) {
+			dev = skb->dev;
+			skb_mark_not_on_list(skb);
+			__skb_pull(skb, skb_network_offset(skb));
+			skb_reset_mac_header(skb);
+			skb->dev = tap;
+			dev_queue_xmit_nit(skb, tap);
+			skb->dev = dev;
+		}
+		err = nfb_encap_push(skb, NFB_CB(skb), hh_len);
 		if (unlikely(err)) {
 			skb_mark_not_on_list(skb);
 			nfb_count_drop(nn, err);
@@ -458,48 +590,6 @@ static noinline struct sk_buff *nfb_push_list(struct sk_buff *skb,
 	}
 	*tail = NULL;
 	return head;
-}
-
-/* The ethertype the Ethernet header gets after nfb_vlan_chain_push(). */
-static __be16 nfb_vlan_chain_ethertype(const struct nfb_vlan_chain *c,
-				       __be16 proto)
-{
-#if IS_ENABLED(CONFIG_VLAN_8021Q)
-	if (c->n > 1)
-		return vlan_dev_priv(c->dev[c->n - 2])->vlan_proto;
-#endif
-	return proto;
-}
-
-/*
- * The VLAN devices' own transmit counters, which the stock path counts
- * as it goes through them (vlan_dev_hard_start_xmit()), for the bulk's
- * packets @skb (a list) once their tags are pushed: each device counts
- * the frame with its Ethernet header and less the tags of the devices
- * below it (in vlan_tci or pushed later).
- */
-static void nfb_vlan_chain_count(const struct nfb_vlan_chain *c,
-				 const struct sk_buff *skb)
-{
-#if IS_ENABLED(CONFIG_VLAN_8021Q)
-	unsigned int n = 0, bytes = 0;
-	struct vlan_pcpu_stats *st;
-	int i;
-
-	for (; skb; skb = skb->next) {
-		bytes += skb->len + ETH_HLEN;
-		n++;
-	}
-
-	for (i = 0; i < c->n; i++) {
-		st = this_cpu_ptr(vlan_dev_priv(c->dev[i])->vlan_pcpu_stats);
-		u64_stats_update_begin(&st->syncp);
-		u64_stats_add(&st->tx_packets, n);
-		u64_stats_add(&st->tx_bytes,
-			      bytes - n * VLAN_HLEN * (c->n - 1 - i));
-		u64_stats_update_end(&st->syncp);
-	}
-#endif
 }
 
 /*
@@ -588,12 +678,12 @@ static void nfb_neigh_xmit(struct sk_buff *skb, struct nfb_net *nn,
 }
 
 /* One packet through the full stack: qdisc, egress hooks, busy txq. */
-static void nfb_queue_xmit(struct sk_buff *skb, struct nfb_net *nn,
-			   enum nfb_fallback_reason r)
+static int nfb_queue_xmit(struct sk_buff *skb, struct nfb_net *nn,
+			  enum nfb_fallback_reason r)
 {
 	memset(skb->cb, 0, sizeof(skb->cb));
 	nfb_count_fallback(nn, r);
-	dev_queue_xmit(skb);
+	return dev_queue_xmit(skb);
 }
 
 /*
@@ -688,18 +778,21 @@ enum nfb_stop {
  * @bypass, each packet is sent only while the qdisc is still empty, as
  * __dev_xmit_skb() decides per packet, and counted in its statistics the
  * same way. *@rest gets what the driver did not take. Caller holds the txq
- * lock.
+ * lock. @vc: the VLAN devices to count what the driver took for (a packet
+ * past a qdisc counts as __dev_xmit_skb() returns it: taken), or NULL.
  */
 static enum nfb_stop nfb_start_xmit_list(struct sk_buff *skb,
 					 struct net_device *dev,
 					 struct netdev_queue *txq,
 					 struct Qdisc *bypass,
-					 struct sk_buff **rest)
+					 struct sk_buff **rest,
+					 struct nfb_vlan_chain *vc)
 {
 	bool nit = dev_nit_active(dev);
 
 	while (skb) {
 		struct sk_buff *next = skb->next;
+		unsigned int len = 0;
 		netdev_tx_t rc;
 
 		if (bypass) {
@@ -712,12 +805,15 @@ static enum nfb_stop nfb_start_xmit_list(struct sk_buff *skb,
 		skb_mark_not_on_list(skb);
 		if (nit)
 			dev_queue_xmit_nit(skb, dev);
+		if (unlikely(vc))
+			len = nfb_vlan_len(skb);
 		rc = netdev_start_xmit(skb, dev, txq, next);
 		if (unlikely(!dev_xmit_complete(rc))) {
 			skb->next = next;
 			*rest = skb;
 			return NFB_STOP_DRIVER;
 		}
+		nfb_vlan_tally(vc, len, bypass ? NET_XMIT_SUCCESS : rc);
 		skb = next;
 		if (skb && (bypass ? netif_xmit_frozen_or_stopped(txq) :
 				     netif_xmit_stopped(txq))) {
@@ -756,17 +852,21 @@ static bool nfb_needs_validate(const struct sk_buff *skb,
  */
 static struct sk_buff *nfb_validate_list(struct sk_buff *list,
 					 struct net_device *dev,
-					 struct nfb_net *nn)
+					 struct nfb_net *nn,
+					 struct nfb_vlan_chain *vc)
 {
 	struct sk_buff *skb, *next, *segs, *head = NULL, **tail = &head;
 	bool again = false;
+	unsigned int len;
 
 	for (skb = list; skb; skb = next) {
 		next = skb->next;
 		skb_mark_not_on_list(skb);
+		len = nfb_vlan_len(skb);
 		segs = validate_xmit_skb_list(skb, dev, &again);
 		if (unlikely(!segs)) {
 			nfb_count_drop(nn, NFB_DROP_VALIDATE);
+			nfb_vlan_tally(vc, len, NET_XMIT_DROP);
 			continue;
 		}
 		*tail = segs;
@@ -798,10 +898,12 @@ static void nfb_drop_list(struct sk_buff *skb, struct nfb_net *nn,
 
 /* The bulk's packets, from @skb on, each to @q as dev_qdisc_enqueue(). */
 static void nfb_enqueue_qdisc(struct sk_buff *skb, struct Qdisc *q,
-			      struct nfb_net *nn)
+			      struct nfb_net *nn, struct nfb_vlan_chain *vc)
 {
 	spinlock_t *root_lock = NULL;
 	struct sk_buff *next, *to_free = NULL;
+	unsigned int len;
+	int rc;
 
 	if (!(q->flags & TCQ_F_NOLOCK)) {
 		root_lock = qdisc_lock(q);
@@ -811,7 +913,9 @@ static void nfb_enqueue_qdisc(struct sk_buff *skb, struct Qdisc *q,
 		next = skb->next;
 		skb_mark_not_on_list(skb);
 		nfb_count_fallback(nn, NFB_FALLBACK_QDISC);
-		q->enqueue(skb, q, &to_free);
+		len = nfb_vlan_len(skb);
+		rc = q->enqueue(skb, q, &to_free) & NET_XMIT_MASK;
+		nfb_vlan_tally(vc, len, rc);
 	}
 	if (root_lock)
 		spin_unlock(root_lock);
@@ -844,13 +948,17 @@ static bool nfb_qdisc_lockable(const struct Qdisc *q)
  * The caller set each packet's qdisc length.
  */
 static void nfb_enqueue_bulk(struct sk_buff *skb, struct Qdisc *q, u16 txq,
-			     struct nfb_net *nn)
+			     struct nfb_net *nn, struct nfb_vlan_chain *vc)
 {
 	spinlock_t *root_lock = qdisc_lock(q);
 	struct sk_buff *next, *to_free = NULL;
+	unsigned int len;
+	int rc;
 
 	if (unlikely(test_bit(__QDISC_STATE_DEACTIVATED, &q->state))) {
 		spin_unlock(root_lock);
+		for (next = skb; next; next = next->next)
+			nfb_vlan_tally(vc, 0, NET_XMIT_DROP);
 		nfb_drop_list(skb, nn, NFB_DROP_DEV_DOWN);
 		return;
 	}
@@ -858,7 +966,9 @@ static void nfb_enqueue_bulk(struct sk_buff *skb, struct Qdisc *q, u16 txq,
 		next = skb->next;
 		skb_mark_not_on_list(skb);
 		skb_set_queue_mapping(skb, txq);
-		q->enqueue(skb, q, &to_free);
+		len = nfb_vlan_len(skb);
+		rc = q->enqueue(skb, q, &to_free) & NET_XMIT_MASK;
+		nfb_vlan_tally(vc, len, rc);
 	}
 	spin_unlock(root_lock);
 	if (unlikely(to_free))
@@ -867,33 +977,58 @@ static void nfb_enqueue_bulk(struct sk_buff *skb, struct Qdisc *q, u16 txq,
 }
 
 /*
+ * Whether the bulk can go on the list path to queue @qi of @dev, as far as
+ * that queue is concerned (the device's egress hooks are the caller's);
+ * __NFB_FALLBACK_MAX if it can, else why not. *@txqp, *@qp: the queue and
+ * its qdisc.
+ */
+static enum nfb_fallback_reason nfb_txq_verdict(struct net_device *dev, u16 qi,
+						int cpu,
+						struct netdev_queue **txqp,
+						struct Qdisc **qp)
+{
+	struct netdev_queue *txq = netdev_get_tx_queue(dev, qi);
+	struct Qdisc *q = rcu_dereference_bh(txq->qdisc);
+
+	*txqp = txq;
+	*qp = q;
+	if (q->enqueue && !nfb_qdisc_bypassable(q) && !nfb_qdisc_lockable(q))
+		return NFB_FALLBACK_QDISC;
+	if (READ_ONCE(txq->xmit_lock_owner) == cpu || dev_xmit_recursion())
+		return NFB_FALLBACK_BUSY;
+	return __NFB_FALLBACK_MAX;
+}
+
+/*
  * Transmit one bulk. The caller holds one reference on b->dev for the
  * whole call (the other packets' references are already released) and the
  * bulk's packets are counted in flight until it returns.
  */
-static void __nfb_xmit_bulk(struct nfb_bulk *b)
+static void __nfb_xmit_bulk(struct nfb_bulk *b, struct nfb_vlan_chain *chain)
 {
 	struct net_device *dev = b->dev;
 	struct nfb_net *nn = b->nn;
 	unsigned int hh_len, n = 0;
 	struct sk_buff *skb, *next;
-	struct netdev_queue *txq;
+	struct netdev_queue *txq = NULL;
 	u8 ha[MAX_ADDR_LEN] __uninitialized;
 	u8 sa[ETH_ALEN] __aligned(2) __uninitialized;
 	const u8 *sap = sa;
 	struct neighbour *neigh;
-	enum nfb_fallback_reason r;
+	enum nfb_fallback_reason r, pr;
 	struct sk_buff *list = NULL, **tail = &list, *rest;
 	bool validate = false, dst_release;
 	struct ethhdr eth __uninitialized;
 	struct ethhdr *ethp = NULL;
-	struct Qdisc *q, *bypass = NULL, *locked = NULL;
+	struct Qdisc *q = NULL, *bypass = NULL, *locked = NULL;
 	enum nfb_stop stop;
 	struct net_device *ppp = NULL;	/* the PPP device stood in for */
-	bool gso = false, encap, vlan_push;
-	struct nfb_vlan_chain chain;
+	bool gso = false, encap, vlan_push, late;
+	u16 qi, p;			/* the bulk's queue, a packet's */
+	struct nfb_vlan_chain *vc = NULL;	/* VLAN devices to count for */
 	enum nfb_fallback_reason vr;
-	int cpu, err;
+	unsigned int len;
+	int cpu, err, rc;
 
 	b->tail->next = NULL;
 	skb = b->head;
@@ -952,9 +1087,10 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	ether_addr_copy(sa, dev->dev_addr);
 	sap = NULL;
 	if (vlan_push) {
-		vr = nfb_vlan_chain(neigh->dev, dev, &chain);
+		vr = nfb_vlan_chain(neigh->dev, dev, chain);
 		if (unlikely(vr != __NFB_FALLBACK_MAX))
 			goto neigh_xmit;
+		vc = chain;
 		/* As vlan_dev_hard_header(): the VLAN device's address. */
 		ether_addr_copy(sa, neigh->dev->dev_addr);
 	}
@@ -970,64 +1106,76 @@ header:
 	if (dev->header_ops && dev->header_ops->create == eth_header) {
 		ether_addr_copy(eth.h_dest, ha);
 		ether_addr_copy(eth.h_source, sa);
+		/* A VLAN stand-in's tags go in after it (nfb_vlan_frame()). */
 		if (encap || ppp)
 			eth.h_proto = nfb_encap_ethertype(NFB_CB(skb), b->proto);
-		else if (vlan_push)
-			eth.h_proto = nfb_vlan_chain_ethertype(&chain, b->proto);
 		else
 			eth.h_proto = b->proto;
 		ethp = &eth;
 		hh_len = ETH_HLEN;
 	}
 
-	txq = netdev_get_tx_queue(dev, b->txq);
 	cpu = smp_processor_id();
-	q = rcu_dereference_bh(txq->qdisc);
+	late = b->txq == NFB_TXQ_LATE;
 	if (nfb_dev_has_egress_hooks(dev))
 		r = NFB_FALLBACK_EGRESS_HOOK;
-	else if (q->enqueue && !nfb_qdisc_bypassable(q) &&
-		 !nfb_qdisc_lockable(q))
-		r = NFB_FALLBACK_QDISC;
-	else if (READ_ONCE(txq->xmit_lock_owner) == cpu ||
-		 dev_xmit_recursion())
-		r = NFB_FALLBACK_BUSY;
+	else if (unlikely(late))
+		r = __NFB_FALLBACK_MAX;	/* for now: the first packet's queue */
 	else
-		r = __NFB_FALLBACK_MAX;
-	if (r == __NFB_FALLBACK_MAX && q->enqueue) {
-		if (nfb_qdisc_bypassable(q))
-			bypass = q;
-		else
-			locked = q;
-	}
+		r = nfb_txq_verdict(dev, b->txq, cpu, &txq, &q);
+	qi = b->txq;
 	/* What __dev_queue_xmit() does with the route before the qdisc. */
 	dst_release = dev->priv_flags & IFF_XMIT_DST_RELEASE;
 
-	if (unlikely(encap || vlan_push || ppp)) {
-		skb = nfb_push_list(skb, nn, vlan_push ? &chain : NULL, hh_len);
-		if (vlan_push)
-			nfb_vlan_chain_count(&chain, skb);
-		else if (ppp)
+	if (unlikely(encap || ppp)) {
+		skb = nfb_push_list(skb, nn,
+				    ppp && dev_nit_active(ppp) ? ppp : NULL,
+				    hh_len);
+		if (ppp)
 			nfb_ppp_count(ppp, skb);
 	}
 
 	for (; skb; skb = next) {
 		next = skb->next;
 		skb_mark_not_on_list(skb);
-		err = nfb_push_l2(skb, dev, ha, sap, ethp, hh_len);
+		if (unlikely(vc))
+			err = nfb_vlan_frame(skb, vc, ethp, dev);
+		else
+			err = nfb_push_l2(skb, dev, ha, sap, ethp, hh_len);
 		if (unlikely(err)) {
 			nfb_count_drop(nn, err);
 			kfree_skb(skb);
 			continue;
 		}
-		if (r != __NFB_FALLBACK_MAX) {
-			nfb_queue_xmit(skb, nn, r);
+		pr = r;
+		if (unlikely(late) && r == __NFB_FALLBACK_MAX) {
+			/* As __dev_queue_xmit() has it when it picks. */
+			nfb_cb_clear(skb);
+			nfb_skb_clear_tc_at_ingress(skb);
+			if (dst_release)
+				skb_dst_drop(skb);
+			p = nfb_pick_frame(dev, skb);
+			if (!txq) {
+				qi = p;
+				r = nfb_txq_verdict(dev, qi, cpu, &txq, &q);
+				pr = r;
+			} else if (p != qi) {
+				pr = NFB_FALLBACK_TXQ;
+			}
+		}
+		if (pr != __NFB_FALLBACK_MAX) {
+			len = nfb_vlan_len(skb);
+			rc = nfb_queue_xmit(skb, nn, pr);
+			nfb_vlan_tally(vc, len, rc);
 			continue;
 		}
-		nfb_cb_clear(skb);
-		nfb_skb_clear_tc_at_ingress(skb);
-		if (dst_release)
-			skb_dst_drop(skb);
-		else
+		if (likely(!late)) {
+			nfb_cb_clear(skb);
+			nfb_skb_clear_tc_at_ingress(skb);
+			if (dst_release)
+				skb_dst_drop(skb);
+		}
+		if (!dst_release)
 			skb_dst_force(skb);
 		validate |= nfb_needs_validate(skb, dev);
 		gso |= skb_is_gso(skb);
@@ -1037,6 +1185,12 @@ header:
 	}
 	if (!n)
 		return;
+	if (q->enqueue) {
+		if (nfb_qdisc_bypassable(q))
+			bypass = q;
+		else
+			locked = q;
+	}
 
 	/*
 	 * Behind a qdisc, only while it is empty and this CPU holds its run,
@@ -1073,14 +1227,14 @@ header:
 		if (!(q->flags & TCQ_F_CAN_BYPASS) || qdisc_qlen(q) ||
 		    test_bit(__QDISC_STATE_DEACTIVATED, &q->state) ||
 		    !qdisc_run_begin(q)) {
-			nfb_enqueue_bulk(list, q, b->txq, nn);
+			nfb_enqueue_bulk(list, q, qi, nn, vc);
 			return;
 		}
 		spin_unlock(root_lock);
 		bypass = q;
 	}
 
-	skb = validate ? nfb_validate_list(list, dev, nn) : list;
+	skb = validate ? nfb_validate_list(list, dev, nn, vc) : list;
 	if (unlikely(!skb)) {
 		if (bypass)
 			nfb_run_end(q);
@@ -1091,7 +1245,7 @@ header:
 	 * them end up there, may read it (segments inherit it).
 	 */
 	for (rest = skb; rest; rest = rest->next)
-		skb_set_queue_mapping(rest, b->txq);
+		skb_set_queue_mapping(rest, qi);
 
 	rest = skb;
 	stop = NFB_STOP_DRIVER;
@@ -1099,7 +1253,7 @@ header:
 	if (bypass ? !netif_xmit_frozen_or_stopped(txq) :
 		     !netif_xmit_stopped(txq)) {
 		dev_xmit_recursion_inc();
-		stop = nfb_start_xmit_list(skb, dev, txq, bypass, &rest);
+		stop = nfb_start_xmit_list(skb, dev, txq, bypass, &rest, vc);
 		dev_xmit_recursion_dec();
 	} else if (bypass) {
 		/*
@@ -1120,13 +1274,16 @@ header:
 		 */
 		if (stop == NFB_STOP_DRIVER) {
 			nfb_count_fallback(nn, NFB_FALLBACK_BUSY);
+			nfb_vlan_tally(vc, nfb_vlan_len(rest), NET_XMIT_SUCCESS);
 			for (skb = rest->next; skb; skb = skb->next) {
 				nfb_count_fallback(nn, NFB_FALLBACK_BUSY);
 				nfb_qdisc_bstats(q, skb);
+				nfb_vlan_tally(vc, nfb_vlan_len(skb),
+					       NET_XMIT_SUCCESS);
 			}
 			nfb_requeue(rest, q);
 		} else if (stop == NFB_STOP_QDISC) {
-			nfb_enqueue_qdisc(rest, q, nn);
+			nfb_enqueue_qdisc(rest, q, nn, vc);
 		}
 		nfb_run_end(q);
 		return;
@@ -1137,6 +1294,7 @@ header:
 		next = skb->next;
 		skb_mark_not_on_list(skb);
 		nfb_count_drop(nn, NFB_DROP_XMIT);
+		nfb_vlan_tally(vc, 0, NET_XMIT_DROP);
 		dev_core_stats_tx_dropped_inc(dev);
 		kfree_skb(skb);
 	}
@@ -1148,7 +1306,9 @@ queue:
 		next = skb->next;
 		skb_mark_not_on_list(skb);
 		nfb_count_fallback(nn, NFB_FALLBACK_QDISC);
-		dev_queue_xmit(skb);
+		len = nfb_vlan_len(skb);
+		rc = dev_queue_xmit(skb);
+		nfb_vlan_tally(vc, len, rc);
 	}
 	return;
 
@@ -1170,11 +1330,17 @@ static void nfb_xmit_bulk(struct nfb_bulk *b)
 	struct net_device *dev = b->dev;
 	struct nfb_net *nn = b->nn;
 	unsigned int i, n = b->count;
+	struct nfb_vlan_chain chain __uninitialized;
 
 	for (i = 1; i < n; i++)
 		dev_put(dev);
 
-	__nfb_xmit_bulk(b);
+	chain.sent = 0;
+	chain.bytes = 0;
+	chain.dropped = 0;
+	__nfb_xmit_bulk(b, &chain);
+	if (unlikely(chain.sent || chain.dropped))
+		nfb_vlan_chain_count(&chain);
 
 	dev_put(dev);
 	this_cpu_sub(nn->stats->inflight, n);

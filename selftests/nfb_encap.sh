@@ -25,7 +25,13 @@
 # Before 6.19, where the module stands in for the VLAN device (its tags
 # pushed, the bulk to the real device): a stream into VLAN 10 must be
 # counted in r1.10's transmit counters, as the stock path's is, and with a
-# qdisc on r1.10 the stream must go through that qdisc.
+# qdisc on r1.10 the stream must go through that qdisc. A tap on r1.10
+# (tcpdump on the router) must see every packet of the stream as r1.10's
+# transmit shows it on the stock path (untagged, from r1.10's address),
+# the module still taking the stream in lists, and r1.10's tx packets must
+# equal what its tap saw. Packets the real device drops (longer than its
+# peer's MTU) count in r1.10's tx dropped, as on the stock path, not in its
+# tx packets.
 #
 # Mixed: untagged, VLAN 10 and VLAN 20 flows to the same output device r1,
 # held in the module's queue (test_hold) and released at once, so that
@@ -48,15 +54,18 @@ nfb_require_tool ip nft python3 tcpdump jq tc
 PY=("$FP_DIR/nfb_encap.py")
 N=500
 # NFB_ENCAP_STREAMS=0: only the mixed and malformed parts (a quicker run
-# to watch a deliberately broken module fail).
+# to watch a deliberately broken module fail); =standin: those and the
+# VLAN stand-in's cases.
 streams=${NFB_ENCAP_STREAMS:-1}
 hold=/sys/module/nf_flow_bulk/parameters/test_hold
 CAP_PID=
+TAP_PID=
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
 	if [ -w "$hold" ]; then echo 0 >"$hold"; fi
 	cap_stop
+	tap_stop
 	cleanup_all_ns
 	fp_cleanup_tmp
 	if nfb_module_loaded; then nfb_unload_module; fi
@@ -168,6 +177,31 @@ cap_count() {
 	tcpdump -r "$FP_TMP/cap.pcap" -nn "$@" 2>/dev/null | wc -l
 }
 
+# tap_start IFNAME / tap_stop / tap_count FILTER: as cap_*, on R, for what
+# IFNAME sends (every frame: no filter).
+tap_start() {
+	rm -f "$FP_TMP/tap.pcap" "$FP_TMP/tap.err"
+	ip netns exec "$R" tcpdump -i "$1" -Q out -nn -U -B 8192 \
+		-w "$FP_TMP/tap.pcap" 2>"$FP_TMP/tap.err" &
+	TAP_PID=$!
+	busywait 30000 grep -q "listening on" "$FP_TMP/tap.err"
+}
+
+tap_stop() {
+	[ -n "$TAP_PID" ] || return 0
+	kill -INT "$TAP_PID" 2>/dev/null || true
+	wait "$TAP_PID" 2>/dev/null || true
+	TAP_PID=
+}
+
+tap_has() {
+	[ "$(tap_count "greater 500")" -ge "$1" ]
+}
+
+tap_count() {
+	tcpdump -r "$FP_TMP/tap.pcap" -nn "$@" 2>/dev/null | wc -l
+}
+
 # mstat EXPR: one number from the module's totals (t).
 mstat() {
 	fp_stat "$R" "$1"
@@ -259,23 +293,69 @@ fi
 txp() {
 	ip -n "$R" -s -j link show "$1" | jq '.[0].stats64.tx.packets'
 }
+txd() {
+	ip -n "$R" -s -j link show "$1" | jq '.[0].stats64.tx.dropped'
+}
+txd_is() {
+	[ "$(txd "$1")" -eq "$2" ]
+}
 qdisc_sent() {
 	tc -n "$R" -s -j qdisc show dev "$1" | jq '[.[] | select(.kind == "pfifo")][0].packets'
 }
 fallbacks() {
 	mstat "'%d %d' % (t['fallback']['qdisc'], sum(t['fallback'].values()))"
 }
-if [ "$streams" = 1 ] && ! fp_kernel_pushes_encap; then
+if [ "$streams" != 0 ] && ! fp_kernel_pushes_encap; then
+	# Nothing else through r1.10 meanwhile (no neighbour probe, no IPv6
+	# of its own): its tap and its counters then see the stream alone.
+	s_vlan=$(ip -n "$S" -j link show s0.10 | jq -r '.[0].address')
+	r_vlan=$(ip -n "$R" -j link show r1.10 | jq -r '.[0].address')
+	ip -n "$R" neigh replace 10.0.12.1 lladdr "$s_vlan" dev r1.10 nud permanent
+	ip netns exec "$R" sh -c 'echo 1 >/proc/sys/net/ipv6/conf/r1.10/disable_ipv6'
+	tap_start r1.10
 	t0=$(txp r1.10)
 	read -r _ fb0 < <(fallbacks)
-	run_case "untagged -> vlan (the VLAN device's counters)" 10.0.1.1 10.0.12.1 6008 s0 none neigh \
+	run_case "untagged -> vlan (the VLAN device's counters and tap)" 10.0.1.1 10.0.12.1 6008 s0 none neigh \
 		"vlan 10 and dst host 10.0.12.1 and dst port 6008"
+	busywait 30000 tap_has "$N" || echo "INFO: tap: $(tap_count "greater 500") of $N data packets after 30 s"
 	t1=$(txp r1.10)
 	read -r _ fb1 < <(fallbacks)
-	check "r1.10 counted what the module sent for it (tx packets +$((t1 - t0)), at least $N)" \
-		test $((t1 - t0)) -ge "$N"
+	tap_stop
+	tap_all=$(tap_count)
+	tap_data=$(tap_count "greater 500")
+	tap_good=$(tap_count "ether src $r_vlan and ether dst $s_vlan and dst host 10.0.12.1 and dst port 6008 and greater 500 and not vlan")
+	echo "INFO: tap on r1.10: $tap_all frames, $tap_data data packets, $tap_good as the stock path shows them; r1.10 tx packets +$((t1 - t0))"
+	tcpdump -r "$FP_TMP/tap.pcap" -nn -e "not greater 500" 2>/dev/null | sed 's/^/INFO: tap on r1.10, not data: /'
+	check "the tap on r1.10 saw all $N data packets, untagged, from r1.10's address" \
+		test "$tap_good" -eq "$N" -a "$tap_data" -eq "$N"
+	check "r1.10 counted what it sent, as its tap saw it (tx packets +$((t1 - t0)), tap $tap_all)" \
+		test $((t1 - t0)) -eq "$tap_all"
 	check "the module sent it in lists to r1, through r1.10 not one by one (fallbacks +$((fb1 - fb0)))" \
 		test $((fb1 - fb0)) -eq 0
+	# A frame longer than the peer's MTU is dropped by veth
+	# (NET_XMIT_DROP): r1.10 counts it dropped, not sent.
+	M=20
+	f=10.0.1.1,10.0.12.1,6010,46010,0
+	fp_stream_recv "$S" 10.0.12.1 6010
+	ip netns exec "$C" python3 "${PY[@]}" probe 10.0.1.1 10.0.12.1 6010 46010
+	ip -n "$S" link set s0 mtu 1000
+	t0=$(txp r1.10)
+	d0=$(txd r1.10)
+	k0=$(fp_taken "$R")
+	ip netns exec "$C" taskset -c 0 python3 "${PY[@]}" burst "$M" "$f"
+	busywait 30000 txd_is r1.10 $((d0 + M)) || true
+	t1=$(txp r1.10)
+	d1=$(txd r1.10)
+	k1=$(fp_taken "$R")
+	ip -n "$S" link set s0 mtu 1500
+	ip netns exec "$C" python3 "${PY[@]}" end "$f"
+	echo "INFO: $M over the peer's MTU: r1.10 tx packets +$((t1 - t0)), tx dropped +$((d1 - d0)), taken by the module +$((k1 - k0))"
+	check "the module took the $M packets the real device then dropped" \
+		test $((k1 - k0)) -ge "$M"
+	check "r1.10 counted the $M dropped, not sent (tx dropped +$((d1 - d0)), tx packets +$((t1 - t0)))" \
+		test $((d1 - d0)) -eq "$M" -a $((t1 - t0)) -lt "$M"
+	ip -n "$R" neigh del 10.0.12.1 dev r1.10
+	ip netns exec "$R" sh -c 'echo 0 >/proc/sys/net/ipv6/conf/r1.10/disable_ipv6'
 	tc -n "$R" qdisc add dev r1.10 root pfifo limit 1000
 	read -r q0 _ < <(fallbacks)
 	run_case "untagged -> vlan (a qdisc on the VLAN device)" 10.0.1.1 10.0.12.1 6009 s0 none neigh \

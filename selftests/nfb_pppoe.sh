@@ -54,6 +54,8 @@ CAP_PIDS=()
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
 	cap_stop
+	xmit_probe off
+	if [ -n "$record_cmd" ]; then echo "$record_cmd" >"$TRACE/options/record-cmd"; fi
 	nfb_ppp_stop
 	cleanup_all_ns
 	fp_cleanup_tmp
@@ -308,9 +310,11 @@ run_case() {
 # work: filters, pppd's idle time, compression), which a capture on pppr
 # sees. On, and pppr without a qdisc, the module stands in for pppr: the
 # bulks go to r0 with the
-# PPPoE and PPP headers pushed (run_case checks them on the wire), pppr
-# sees none of the stream but counts it, nothing falls back; with a qdisc
-# on pppr the stream goes through it. A session inside a VLAN is not
+# PPPoE and PPP headers pushed (run_case checks them on the wire), pppr's
+# transmit (ppp_start_xmit(), a kprobe counts its calls) sees none of the
+# stream, yet a capture on pppr sees all of it, as on the stock path, and
+# pppr counts it; nothing falls back; with a qdisc on pppr the stream
+# goes through it. A session inside a VLAN is not
 # stood in for. The session ending under a stream must leave the kernel
 # quiet and send nothing more in it once its PPP device is gone.
 ppp_txp() {
@@ -328,6 +332,25 @@ pppoe_direct() {
 fallbacks() {
 	fp_stat "$R" "'%d %d' % (t['fallback']['qdisc'], sum(t['fallback'].values()))"
 }
+# xmit_probe on|off: a kprobe on ppp_start_xmit(); xmit_calls: its hits.
+TRACE=/sys/kernel/tracing
+record_cmd=
+xmit_probe() {
+	if [ "$1" = on ]; then
+		[ -d "$TRACE/events" ] || mount -t tracefs nodev "$TRACE"
+		# No task names: see nfb_txq.sh (record-cmd patches __schedule()).
+		record_cmd=$(cat "$TRACE/options/record-cmd")
+		echo 0 >"$TRACE/options/record-cmd"
+		echo "p:nfb_ppp/nfb_ppp_xmit ppp_start_xmit" >>"$TRACE/kprobe_events"
+		echo 1 >"$TRACE/events/nfb_ppp/nfb_ppp_xmit/enable"
+	elif [ -d "$TRACE/events/nfb_ppp" ]; then
+		echo 0 >"$TRACE/events/nfb_ppp/nfb_ppp_xmit/enable"
+		echo "-:nfb_ppp/nfb_ppp_xmit" >>"$TRACE/kprobe_events"
+	fi
+}
+xmit_calls() {
+	awk '$1 == "nfb_ppp_xmit" || $1 == "nfb_ppp/nfb_ppp_xmit" { print $2 }' "$TRACE/kprobe_profile"
+}
 # cap_on NS DEV FILE: a capture on DEV in NS into $FP_TMP/FILE.pcap; sets
 # cap_pid.
 cap_on() {
@@ -343,21 +366,24 @@ cap_off() {
 }
 # direct_case NAME DEV SRC DST PORT N SID [VID]: run_case from S into the
 # session on DEV (in VLAN VID); sets d_seen (data datagrams to PORT a capture
-# on DEV saw), d_tx (DEV's transmit counter's increase), d_q and d_fb
-# (the module's qdisc and all fallbacks' increases).
+# on DEV saw), d_tx (DEV's transmit counter's increase), d_x (calls of a PPP
+# device's transmit), d_q and d_fb (the module's qdisc and all fallbacks'
+# increases).
 direct_case() {
 	local name=$1 dev=$2 src=$3 dst=$4 port=$5 n=$6 psid=$7 vid=${8:--}
-	local t0 q0 f0 q1 f1
+	local t0 q0 f0 q1 f1 x0
 	t0=$(ppp_txp "$dev")
 	read -r q0 f0 < <(fallbacks)
+	x0=$(xmit_calls)
 	cap_on "$R" "$dev" ppp
 	run_case "$name" "$S" "$src" "$C" "$dst" "$port" none neigh "$n" "$psid" "$vid"
 	cap_off
 	d_seen=$(tcpdump -r "$FP_TMP/ppp.pcap" -nn "udp dst port $port and greater 500" 2>/dev/null | wc -l)
 	d_tx=$(($(ppp_txp "$dev") - t0))
+	d_x=$(($(xmit_calls) - x0))
 	read -r q1 f1 < <(fallbacks)
 	d_q=$((q1 - q0)) d_fb=$((f1 - f0))
-	echo "INFO: $name: $dev: capture $d_seen, tx packets +$d_tx; fallbacks qdisc +$d_q, all +$d_fb"
+	echo "INFO: $name: $dev: capture $d_seen, tx packets +$d_tx, ppp_start_xmit() calls +$d_x; fallbacks qdisc +$d_q, all +$d_fb"
 }
 modprobe pppoe
 plugin=$(nfb_ppp_plugin) || nfb_cannot_run "no kernel PPPoE plugin for pppd"
@@ -365,6 +391,7 @@ plugin=$(nfb_ppp_plugin) || nfb_cannot_run "no kernel PPPoE plugin for pppd"
 fp_tmpdir
 topology
 [ "$stock" = 1 ] || fp_genl "$R" attach inet fp ft
+if [ "$stock" != 1 ] && ! fp_kernel_pushes_encap; then xmit_probe on; fi
 
 cmac=$(mac_of "$C" c0)
 rmac=$(mac_of "$R" r0)
@@ -405,8 +432,10 @@ if [ "$stock" != 1 ] && ! fp_kernel_pushes_encap; then
 	# one without (as for a VLAN device).
 	tc -n "$R" qdisc replace dev pppr root noqueue
 	direct_case "ethernet -> pppoe (pppoe_direct 1)" pppr 10.0.2.1 10.0.4.1 6012 "$N" "$sid1"
-	check "pppoe_direct 1: the module stood in for pppr (pppr captured $d_seen, none)" \
-		test "$d_seen" -eq 0
+	check "pppoe_direct 1: the module stood in for pppr (its transmit called $d_x times, none)" \
+		test "$d_x" -eq 0
+	check "pppoe_direct 1: a capture on pppr saw the stream as on the stock path ($d_seen of $N)" \
+		test "$d_seen" -eq "$N"
 	# Where the PPP unit keeps its counters private (6.12.95: no per-CPU
 	# counters of the core), the module cannot count there and says so.
 	if [ "$d_tx" -lt "$N" ] && dmesg | grep -q 'keeps its transmit counters to itself'; then
@@ -421,8 +450,8 @@ if [ "$stock" != 1 ] && ! fp_kernel_pushes_encap; then
 
 	direct_case "ipv6: ethernet -> pppoe (pppoe_direct 1)" pppr fd00:2::1 fd00:4::1 6013 \
 		"$N_MORE" "$sid1"
-	check "ipv6, pppoe_direct 1: stood in for pppr (captured $d_seen, none; fallbacks +$d_fb)" \
-		test "$d_seen" -eq 0 -a "$d_fb" -eq 0
+	check "ipv6, pppoe_direct 1: stood in for pppr (its transmit called $d_x times, none; fallbacks +$d_fb), its capture saw $d_seen of $N_MORE" \
+		test "$d_x" -eq 0 -a "$d_fb" -eq 0 -a "$d_seen" -eq "$N_MORE"
 
 	direct_case "ethernet -> vlan 10 + pppoe (pppoe_direct 1)" pppr2 10.0.2.1 10.0.5.1 6014 \
 		"$N_MORE" "$sid2" 10

@@ -141,6 +141,9 @@ enum nfb_fallback_reason {
 	NFB_FALLBACK_BUSY,	/* txq stopped or locked by this CPU, or the
 				 * driver refused: requeued in the qdisc
 				 */
+	NFB_FALLBACK_TXQ,	/* the queue picked on the built frame is
+				 * not the bulk's
+				 */
 	__NFB_FALLBACK_MAX,
 };
 

@@ -60,6 +60,7 @@ constexpr std::array<std::string_view, __NFB_FALLBACK_MAX> kFallbackReasons = {
     "egress_hook",
     "neigh",
     "busy",
+    "txq",
 };
 constexpr std::array<std::string_view, __NFB_DROP_MAX> kDropReasons = {
     "dev_down", "validate", "xmit", "queue_full", "nomem", "header",
