@@ -144,7 +144,88 @@ struct nfb_rx {
 	/* Taken with the packet: its fraglist GRO segments (nfb_unbundle()). */
 	struct sk_buff	*segs;
 	unsigned int	nsegs;
+	/*
+	 * How far the packet's order key is known, and the key: the hash of
+	 * the addresses (NFB_ORDER_ADDR, not yet reduced) or the whole key
+	 * (NFB_ORDER_FLOW, nfb_order_key()). A declined packet sends the
+	 * queued packets it may follow ahead of itself (nfb_flush_local()).
+	 */
+	u8		scope;		/* enum nfb_order_scope */
+	u32		order;
 };
+
+/*
+ * The order key (NFB_ORDER_ADDR_BITS in nfb.h): @addrs is the XOR of the
+ * packet's addresses (nfb_order_addrs4/6()), the ports XORed too.
+ */
+static __always_inline u32 nfb_order_key(u32 addrs, u8 l4proto,
+					 __be16 sport, __be16 dport)
+{
+	u32 all = addrs ^ (__force u16)(sport ^ dport) ^ ((u32)l4proto << 16);
+
+	return hash_32(addrs, NFB_ORDER_ADDR_BITS) << NFB_ORDER_ADDR_SHIFT |
+	       hash_32(all, NFB_ORDER_ADDR_SHIFT);
+}
+
+static __always_inline u32 nfb_order_addrs4(const struct iphdr *iph)
+{
+	return (__force u32)(iph->saddr ^ iph->daddr);
+}
+
+static __always_inline u32 nfb_order_addrs6(const struct ipv6hdr *ip6h)
+{
+	return ipv6_addr_hash(&ip6h->saddr) ^ ipv6_addr_hash(&ip6h->daddr);
+}
+
+/*
+ * The order scope of an IPv6 packet declined for its extension headers
+ * (options or a fragment header; @nhoff: its IPv6 header, from
+ * skb->data). Its own addresses (in @rx already) are its flow's unless it
+ * is a tunnel's outer packet, which the stock path decapsulates and whose
+ * inner packet it then forwards: the inner addresses, when the headers
+ * lead to them (an ip6tnl device's encapsulation limit option), else
+ * nothing is known. Out of line: only such declines pay for the walk.
+ */
+static noinline void nfb_order_ext6(const struct sk_buff *skb,
+				    unsigned int nhoff, struct nfb_rx *rx)
+{
+	const struct ipv6hdr *ip6h = (const void *)(skb->data + nhoff);
+	u8 nexthdr = ip6h->nexthdr;
+	struct frag_hdr _fh, *fh;
+	struct ipv6hdr _in6, *in6;
+	struct iphdr _in4, *in4;
+	__be16 frag_off;
+	int off;
+
+	off = ipv6_skip_exthdr(skb, nhoff + sizeof(*ip6h), &nexthdr, &frag_off);
+	if (off < 0)
+		goto unknown;
+	switch (nexthdr) {
+	case NEXTHDR_FRAGMENT:
+		/* Not the first fragment: what the fragment header carries. */
+		fh = skb_header_pointer(skb, off, sizeof(_fh), &_fh);
+		if (!fh || fh->nexthdr == IPPROTO_IPV6 ||
+		    fh->nexthdr == IPPROTO_IPIP)
+			goto unknown;
+		return;
+	case IPPROTO_IPV6:
+		in6 = skb_header_pointer(skb, off, sizeof(_in6), &_in6);
+		if (!in6)
+			goto unknown;
+		rx->order = nfb_order_addrs6(in6);
+		return;
+	case IPPROTO_IPIP:
+		in4 = skb_header_pointer(skb, off, sizeof(_in4), &_in4);
+		if (!in4)
+			goto unknown;
+		rx->order = nfb_order_addrs4(in4);
+		return;
+	default:
+		return;
+	}
+unknown:
+	rx->scope = NFB_ORDER_NS;
+}
 
 /*
  * Find the IP packet behind the encapsulation, as the stock hook's
@@ -649,7 +730,8 @@ static __always_inline void nfb_prepare(struct sk_buff *skb,
 					struct nfb_net *nn,
 					const struct nfb_out *out,
 					const struct flow_offload *flow,
-					enum flow_offload_tuple_dir dir)
+					enum flow_offload_tuple_dir dir,
+					u32 order)
 {
 	const struct flow_offload_tuple *other = &flow->tuplehash[!dir].tuple;
 	struct nfb_cb *cb = NFB_CB(skb);
@@ -664,7 +746,7 @@ static __always_inline void nfb_prepare(struct sk_buff *skb,
 	skb->dev = out->dev;
 	nfb_sdqm_park(skb);	/* before @nn covers the slot (nfb.h) */
 	cb->nn = nn;
-	cb->flow_hash = hash_ptr(flow, 32);
+	cb->flow_hash = order;
 	cb->bulk_max = READ_ONCE(nn->bulk_max);
 	cb->xmit = out->xmit;
 	cb->stand_in = out->dst && out->dev != out->dst->dev;
@@ -926,6 +1008,15 @@ again:
 
 	iph = (struct iphdr *)(skb_network_header(skb) + offset);
 	thoff = iph->ihl * 4;
+	/*
+	 * The order key's addresses; not those of a tunnel's outer header,
+	 * which are not its inner flow's.
+	 */
+	if (likely(iph->protocol != IPPROTO_IPIP &&
+		   iph->protocol != IPPROTO_IPV6)) {
+		rx->order = nfb_order_addrs4(iph);
+		rx->scope = NFB_ORDER_ADDR;
+	}
 	if (ip_is_fragment(iph))
 		return NFB_DECLINE_FRAG;
 	if (unlikely(thoff != sizeof(*iph)))
@@ -972,6 +1063,9 @@ again:
 	tuple.l3proto		= AF_INET;
 	tuple.l4proto		= iph->protocol;
 	tuple.iifidx		= state->in->ifindex;
+	rx->order = nfb_order_key(rx->order, tuple.l4proto, tuple.src_port,
+				  tuple.dst_port);
+	rx->scope = NFB_ORDER_FLOW;
 	if (rx->layers)
 		nfb_tuple_encap(skb, &tuple);
 	if (unlikely(tun_rx)) {
@@ -1078,10 +1172,10 @@ again:
 						  other->src_v4.s_addr);
 		out.dst = &rt->dst;
 		out.xmit = NFB_XMIT_NEIGH;
-		nfb_prepare(skb, nn, &out, flow, dir);
+		nfb_prepare(skb, nn, &out, flow, dir, rx->order);
 		NFB_CB(skb)->nexthop.v4 = nexthop;
 	} else {
-		nfb_prepare(skb, nn, &out, flow, dir);
+		nfb_prepare(skb, nn, &out, flow, dir, rx->order);
 	}
 
 	if (unlikely(rx->segs))
@@ -1131,6 +1225,8 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 			return NFB_DECLINE_HEADER;
 		ip6h = (struct ipv6hdr *)(skb_network_header(skb) + offset);
 	}
+	rx->order = nfb_order_addrs6(ip6h);
+	rx->scope = NFB_ORDER_ADDR;
 	switch (ip6h->nexthdr) {
 	case IPPROTO_TCP:
 		hdrsize = sizeof(struct tcphdr);
@@ -1139,10 +1235,21 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 		hdrsize = sizeof(struct udphdr);
 		break;
 	case NEXTHDR_FRAGMENT:
+		nfb_order_ext6(skb, skb_network_offset(skb) + offset, rx);
 		return NFB_DECLINE_FRAG;
 	default:
-		if (ipv6_ext_hdr(ip6h->nexthdr))
+		/*
+		 * Also the packets of an ip6tnl device with its default
+		 * encapsulation limit option: as the stock hook, which
+		 * takes an inner header only right behind the outer one
+		 * ("netfilter: flowtable: fix and simplify IP6IP6 tunnel
+		 * handling", 7.1.5 and 7.2 on).
+		 */
+		if (ipv6_ext_hdr(ip6h->nexthdr)) {
+			nfb_order_ext6(skb, skb_network_offset(skb) + offset,
+				       rx);
 			return NFB_DECLINE_OPTIONS;
+		}
 		return NFB_DECLINE_L4PROTO;
 	}
 
@@ -1162,6 +1269,9 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	tuple.l3proto		= AF_INET6;
 	tuple.l4proto		= ip6h->nexthdr;
 	tuple.iifidx		= state->in->ifindex;
+	rx->order = nfb_order_key(rx->order, tuple.l4proto, tuple.src_port,
+				  tuple.dst_port);
+	rx->scope = NFB_ORDER_FLOW;
 	if (rx->layers)
 		nfb_tuple_encap(skb, &tuple);
 	if (tun_rx)
@@ -1257,10 +1367,10 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 						   &other->src_v6);
 		out.dst = &rt->dst;
 		out.xmit = NFB_XMIT_NEIGH;
-		nfb_prepare(skb, nn, &out, flow, dir);
+		nfb_prepare(skb, nn, &out, flow, dir, rx->order);
 		NFB_CB(skb)->nexthop.v6 = *nexthop;
 	} else {
-		nfb_prepare(skb, nn, &out, flow, dir);
+		nfb_prepare(skb, nn, &out, flow, dir, rx->order);
 	}
 
 	if (unlikely(rx->segs))
@@ -1268,6 +1378,22 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 			       thoff + hdrsize, skb);
 
 	return NFB_TAKEN;
+}
+
+/*
+ * The packet goes on to the stock path, which transmits at once: packets
+ * of its flow queued here must leave before it (nfb_flush_local() finds
+ * them). Flows the module never takes have none: non-IP, and neither
+ * TCP nor UDP (ICMP, neighbour discovery, GRE...), whose packets
+ * would otherwise cut every bulk short; nor do encapsulated packets
+ * that are not IP (PPP control protocols) or that the stock hook
+ * does not parse either. A malformed encapsulation drains: the stock
+ * hook, which checks less, may still forward it.
+ */
+static bool nfb_decline_needs_drain(int ret)
+{
+	return ret != NFB_DECLINE_NOT_IP && ret != NFB_DECLINE_ENCAP &&
+	       ret != NFB_DECLINE_L4PROTO && ret != NFB_DECLINE_PPP_PROTO;
 }
 
 /*
@@ -1347,18 +1473,7 @@ unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
 
 decline:
 	nfb_count_decline(nn, ret);
-	/*
-	 * The packet goes on to the stock path, which transmits at once:
-	 * packets of its flow queued here must leave before it. Flows the
-	 * module never takes have none: non-IP, and neither
-	 * TCP nor UDP (ICMP, neighbour discovery, GRE...), whose packets
-	 * would otherwise cut every bulk short; nor do encapsulated packets
-	 * that are not IP (PPP control protocols) or that the stock hook
-	 * does not parse either. A malformed encapsulation drains: the stock
-	 * hook, which checks less, may still forward it.
-	 */
-	if (ret != NFB_DECLINE_NOT_IP && ret != NFB_DECLINE_ENCAP &&
-	    ret != NFB_DECLINE_L4PROTO && ret != NFB_DECLINE_PPP_PROTO)
-		nfb_flush_local(nn);
+	if (nfb_decline_needs_drain(ret))
+		nfb_flush_local(nn, rx.scope, rx.order);
 	return NF_ACCEPT;
 }

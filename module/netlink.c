@@ -233,7 +233,9 @@ static int nfb_fill_stats(struct sk_buff *skb, const struct nfb_stats *st,
 	    nfb_put_counters(skb, NFB_STATS_A_TAKEN_ENCAP, taken_encap,
 			     __NFB_ENCAP_MAX) ||
 	    nfb_put_counters(skb, NFB_STATS_A_TAKEN_XMIT, taken_xmit,
-			     __NFB_XMIT_MAX)) {
+			     __NFB_XMIT_MAX) ||
+	    nla_put_u64_64bit(skb, NFB_STATS_A_DRAINS, s.drains,
+			      NFB_STATS_A_PAD)) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}

@@ -44,6 +44,11 @@ struct nfb_stats {
 	 */
 	u64	taken[__NFB_ENCAP_MAX][__NFB_XMIT_MAX];
 	/*
+	 * Declines that sent queued packets ahead of the declined one
+	 * (nfb_flush_local()): each one walked this CPU's queue.
+	 */
+	u64	drains;
+	/*
 	 * Packets queued and not yet transmitted or freed. Incremented by the
 	 * CPU that queues, decremented by the CPU that runs the NAPI poll
 	 * (the same one unless the CPU went offline): only the sum over all
@@ -194,7 +199,7 @@ struct nfb_cb {
 		} mac;
 	} nexthop;
 	struct nfb_net		*nn;		/* kept alive by inflight */
-	u32			flow_hash;
+	u32			flow_hash;	/* order key, see NFB_ORDER_ADDR_BITS */
 	u16			bulk_max;
 	u8			xmit;		/* enum nfb_xmit */
 	/*
@@ -209,6 +214,30 @@ struct nfb_cb {
 		u16		id;
 		__be16		proto;
 	} encap[NF_FLOW_TABLE_ENCAP_MAX];
+};
+
+/*
+ * The order key of a packet (cb->flow_hash, nfb_order_key()): computed
+ * from what the hook reads before any lookup, the addresses, L4 protocol
+ * and ports of the IP header the flow's tuple is made of (the inner one
+ * of a tunnel), so that a packet the module declines, even one that
+ * finds no flow, can be told apart from the queued packets of other
+ * flows. Symmetric in source and destination: both directions of a flow
+ * without NAT share it. The top NFB_ORDER_ADDR_BITS bits are a hash of
+ * the addresses alone, for the declines that come before the ports are
+ * read (fragments, options); the low bits a hash of all of it.
+ */
+#define NFB_ORDER_ADDR_BITS	6
+#define NFB_ORDER_ADDR_SHIFT	(32 - NFB_ORDER_ADDR_BITS)
+#define NFB_ORDER_ADDR_MASK	(~0U << NFB_ORDER_ADDR_SHIFT)
+/* Bits of the per-CPU filter of the queued packets' full keys. */
+#define NFB_ORDER_FLOW_BITS	256
+
+/* How much of a declined packet the hook could read (nfb_flush_local()). */
+enum nfb_order_scope {
+	NFB_ORDER_NS,		/* nothing: every queued packet of the netns */
+	NFB_ORDER_ADDR,		/* its addresses: the key's top bits */
+	NFB_ORDER_FLOW,		/* its flow: the whole key */
 };
 
 #define NFB_CB_OFFSET	offsetof(struct qdisc_skb_cb, data)
@@ -351,7 +380,8 @@ void nfb_flowcache_fini(void);
 
 /* xmit.c */
 void nfb_enqueue(struct sk_buff *skb);
-void nfb_flush_local(const struct nfb_net *nn);
+void nfb_flush_local(const struct nfb_net *nn, enum nfb_order_scope scope,
+		     u32 key);
 int nfb_xmit_init(void);
 void nfb_xmit_fini(void);
 void nfb_wait_inflight(struct nfb_net *nn);

@@ -17,6 +17,7 @@
  */
 #include <linux/cpu.h>
 #include <linux/etherdevice.h>
+#include <linux/hash.h>
 #include <linux/if_arp.h>
 #include <linux/if_ether.h>
 #include <linux/if_pppox.h>
@@ -40,6 +41,21 @@ struct nfb_cpu {
 	struct sk_buff_head	queue;
 	struct napi_struct	napi;
 	bool			draining;	/* in nfb_drain() */
+	/*
+	 * Filters of the order keys of the packets in @queue (a superset:
+	 * rebuilt by a selective drain, cleared when the queue empties),
+	 * which a decline asks before it walks the queue
+	 * (nfb_flush_local()): the full keys, and their address part.
+	 */
+	DECLARE_BITMAP(order_flows, NFB_ORDER_FLOW_BITS);
+	u64			order_addrs;
+};
+
+/* Which queued packets a decline sends ahead of itself (nfb_drain()). */
+struct nfb_order_sel {
+	const struct nfb_net	*nn;
+	u32			key;
+	u32			mask;		/* bits of cb->flow_hash compared */
 };
 
 struct nfb_bulk {
@@ -1402,14 +1418,56 @@ static bool nfb_bulk_has_flow(const struct nfb_bulk *b, u32 flow_hash)
 	}
 }
 
+static __always_inline void nfb_order_mark(unsigned long *flows, u64 *addrs,
+					   u32 key)
+{
+	__set_bit(key % NFB_ORDER_FLOW_BITS, flows);
+	*addrs |= 1ULL << (key >> NFB_ORDER_ADDR_SHIFT);
+}
+
+static void nfb_order_clear(struct nfb_cpu *c)
+{
+	bitmap_zero(c->order_flows, NFB_ORDER_FLOW_BITS);
+	c->order_addrs = 0;
+}
+
+/*
+ * Move the packets @sel selects from @c's queue to @todo, in their order;
+ * the filters are rebuilt from the packets that stay. A flow's packets
+ * all have the same key: none of a selected flow stays behind.
+ */
+static int nfb_order_select(struct nfb_cpu *c, const struct nfb_order_sel *sel,
+			    struct sk_buff_head *todo)
+{
+	struct sk_buff *skb, *next;
+	int work = 0;
+
+	nfb_order_clear(c);
+	skb_queue_walk_safe(&c->queue, skb, next) {
+		const struct nfb_cb *cb = NFB_CB(skb);
+
+		if (cb->nn == sel->nn &&
+		    !((cb->flow_hash ^ sel->key) & sel->mask)) {
+			__skb_unlink(skb, &c->queue);
+			__skb_queue_tail(todo, skb);
+			work++;
+			continue;
+		}
+		nfb_order_mark(c->order_flows, &c->order_addrs, cb->flow_hash);
+	}
+	return work;
+}
+
 /*
  * Group the packets taken since the last poll into bulks, in arrival order.
  * A packet joins an open bulk with the same key; per-flow order holds
  * because a flow is never in two open bulks at once (a bloom of the flows
  * of each bulk, confirmed on the bulk's packets; on a hit in another bulk
- * every open bulk is sent first).
+ * every open bulk is sent first). With @sel, only the packets it selects,
+ * the others keep their place.
  */
-static int nfb_drain(struct nfb_cpu *c, int budget, const struct nfb_net *only)
+static int nfb_drain(struct nfb_cpu *c, int budget,
+		     const struct nfb_order_sel *sel)
 {
 	struct nfb_bulk open[NFB_OPEN_BULKS] __uninitialized;
 	struct sk_buff_head todo;
@@ -1431,20 +1489,12 @@ static int nfb_drain(struct nfb_cpu *c, int budget, const struct nfb_net *only)
 	rcu_read_lock();
 	c->draining = true;
 	__skb_queue_head_init(&todo);
-	if (only) {
-		struct sk_buff *next;
-
-		/* One namespace's packets; the others keep their place. */
-		skb_queue_walk_safe(&c->queue, skb, next) {
-			if (NFB_CB(skb)->nn != only)
-				continue;
-			__skb_unlink(skb, &c->queue);
-			__skb_queue_tail(&todo, skb);
-			work++;
-		}
+	if (sel) {
+		work = nfb_order_select(c, sel, &todo);
 	} else if (skb_queue_len(&c->queue) <= budget) {
 		work = skb_queue_len(&c->queue);
 		skb_queue_splice_init(&c->queue, &todo);
+		nfb_order_clear(c);
 	} else {
 		while (work < budget && (skb = __skb_dequeue(&c->queue))) {
 			__skb_queue_tail(&todo, skb);
@@ -1551,6 +1601,8 @@ void nfb_enqueue(struct sk_buff *skb)
 		nfb_drain(c, NFB_QUEUE_FLUSH, NULL);
 	}
 	__skb_queue_tail(&c->queue, skb);
+	nfb_order_mark(c->order_flows, &c->order_addrs,
+		       NFB_CB(skb)->flow_hash);
 	if (skb_queue_len(&c->queue) == 1)
 		napi_schedule(&c->napi);
 out:
@@ -1563,15 +1615,46 @@ out:
  * the stock flowtable or the stack. That packet may belong to a flow whose
  * earlier packets wait in this CPU's queue (a FIN or an over-MTU packet
  * after data, a packet of a flow torn down meanwhile): they leave first,
- * as the stock path, which transmits inline, would have sent them. A
- * flow's packets are all taken in one namespace, @nn: only its packets
- * are drained. The queue holds every namespace's packets, and a container
- * whose new connections are declined no longer cuts the host's bulks short.
+ * as the stock path, which transmits inline, would have sent them.
+ *
+ * Which packets: those of the declined packet's flow, as far as the hook
+ * could read it (@scope, @key: the packet's order key, or with
+ * NFB_ORDER_ADDR the hash of its addresses, not yet shifted), in its
+ * namespace @nn, where all of a flow's packets are taken. The queue holds
+ * every flow and namespace of this CPU: a decline walks it only when the
+ * filters say it may hold such a packet, and sends only those, so that
+ * the misses of new connections neither cut the other flows' bulks short
+ * nor make every queued packet's control block be read again. A packet
+ * the hook could not read at all sends every packet of @nn.
  */
-void nfb_flush_local(const struct nfb_net *nn)
+static bool nfb_order_may_queue(const struct nfb_cpu *c,
+				struct nfb_order_sel *sel,
+				enum nfb_order_scope scope, u32 key)
 {
-	bool bh;
+	switch (scope) {
+	case NFB_ORDER_FLOW:
+		sel->key = key;
+		sel->mask = ~0U;
+		return test_bit(key % NFB_ORDER_FLOW_BITS, c->order_flows);
+	case NFB_ORDER_ADDR:
+		sel->key = hash_32(key, NFB_ORDER_ADDR_BITS) <<
+			   NFB_ORDER_ADDR_SHIFT;
+		sel->mask = NFB_ORDER_ADDR_MASK;
+		return c->order_addrs & (1ULL << (sel->key >>
+						  NFB_ORDER_ADDR_SHIFT));
+	default:
+		sel->key = 0;
+		sel->mask = 0;
+		return true;
+	}
+}
+
+void nfb_flush_local(const struct nfb_net *nn, enum nfb_order_scope scope,
+		     u32 key)
+{
+	struct nfb_order_sel sel = { .nn = nn };
 	struct nfb_cpu *c;
+	bool bh;
 
 	/* A peek without BH off: only this CPU's hook and poll fill it. */
 	if (likely(skb_queue_empty_lockless(&raw_cpu_ptr(nfb_cpus)->queue)))
@@ -1581,8 +1664,10 @@ void nfb_flush_local(const struct nfb_net *nn)
 	if (bh)
 		local_bh_disable();
 	c = this_cpu_ptr(nfb_cpus);
-	if (!c->draining)
-		nfb_drain(c, INT_MAX, nn);
+	if (!c->draining && nfb_order_may_queue(c, &sel, scope, key)) {
+		this_cpu_inc(nn->stats->drains);
+		nfb_drain(c, INT_MAX, &sel);
+	}
 	if (bh)
 		local_bh_enable();
 }

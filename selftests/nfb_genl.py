@@ -206,13 +206,15 @@ def stats(nl):
                     c["taken_encap"] = counters(v, ENCAP)
                 elif st == 10:
                     c["taken_xmit"] = counters(v, XMIT)
+                elif st == 11:
+                    c["drains"] = struct.unpack("Q", v)[0]
             cpus.append(c)
     groups = ("hist", "decline", "fallback", "drop", "taken_encap",
               "taken_xmit")
-    total = {"packets": 0, "bulks": 0}
+    total = {"packets": 0, "bulks": 0, "drains": 0}
     total.update({k: {} for k in groups})
     for c in cpus:
-        for k in ("packets", "bulks"):
+        for k in ("packets", "bulks", "drains"):
             total[k] += c.get(k, 0)
         for k in groups:
             for n, v in c.get(k, {}).items():

@@ -11,6 +11,10 @@
 #     followed by a normal one,
 # and the stock path sends it at once. The held packets must leave first:
 # the server must see the flow's sequence numbers in the order sent.
+# Before the IPv4 packet with options, a packet of another flow (another
+# client port), which the module declines as a miss, must go through
+# alone: the held packets stay held, and no decline sent queued packets
+# ahead of itself (the module's drains counter stays).
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -56,8 +60,9 @@ while True:
 EOF
 busywait 30000 fp_udp_listening "$S" 7100
 
-# send ADDR FIRST COUNT [options|big]: datagrams numbered FIRST... from
-# the client's port 41000 (one flow for the whole test), always from CPU 0:
+# send ADDR FIRST COUNT [options|big|other]: datagrams numbered FIRST...
+# from the client's port 41000 (one flow for the whole test; "other":
+# 41001), always from CPU 0:
 # veth hands a packet to the router on the sender's CPU, and the module's
 # queues are per CPU, as a NIC's receive queue keeps a flow on one CPU.
 send() {
@@ -69,7 +74,7 @@ send() {
 	s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET,
 	                  socket.SOCK_DGRAM)
 	s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-	s.bind(("::" if v6 else "0.0.0.0", 41000))
+	s.bind(("::" if v6 else "0.0.0.0", 41001 if kind == "other" else 41000))
 	size = 100
 	if kind == "options":
 	    s.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, b"\x01\x01\x01\x00")
@@ -83,6 +88,7 @@ send() {
 }
 
 taken() { fp_taken "$R"; }
+drains() { fp_stat "$R" "t['drains']"; }
 received() { [ -s "$FP_TMP/seq" ] && wc -l <"$FP_TMP/seq" || echo 0; }
 received_at_least() { [ "$(received)" -ge "$1" ]; }
 
@@ -146,10 +152,23 @@ for addr in 10.0.2.1 fd00:2::1; do
 				eval "tail -n 6 '$FP_TMP/seq' | tr '\n' ' ' | grep -qx '$(seq "$first" $((first + 4)) | tr '\n' ' ')$last '"
 			continue
 		fi
+		if [ "$kind" = options ]; then
+			d0=$(drains)
+			send "$addr" 9999 1 other
+			check "ipv$v other flow's miss: delivered" \
+				busywait 10000 received_at_least $((base + 1))
+			check "ipv$v other flow's miss: alone, the held packets still held" \
+				eval "[ \"\$(received)\" = $((base + 1)) ] && tail -n 1 '$FP_TMP/seq' | grep -qx 9999"
+			check "ipv$v other flow's miss: no drain" test "$(drains)" = "$d0"
+			base=$((base + 1))
+		fi
 		send "$addr" "$next" 1 "$kind"
 		next=$((next + 1))
 		check "ipv$v $kind: declined packet arrives" \
 			busywait 10000 received_at_least $((base + 6))
+		if [ "$kind" = options ]; then
+			check "ipv$v $kind: one drain" test "$(drains)" = $((d0 + 1))
+		fi
 		echo 0 >"$hold"
 		check "ipv$v $kind: held packets leave before the declined one" \
 			in_order "$first" $((next - 1))

@@ -94,6 +94,9 @@ enum nfb_stats_attr {
 	NFB_STATS_A_TAKEN_XMIT,	/* nest: packets taken per transmit type,
 				 * enum nfb_xmit
 				 */
+	NFB_STATS_A_DRAINS,	/* u64: declines that sent queued packets
+				 * of their flow ahead of themselves
+				 */
 	__NFB_STATS_A_MAX,
 };
 
