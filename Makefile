@@ -162,7 +162,7 @@ DEB_OUT ?= $(BUILD)/deb
 deb:
 	rm -rf $(DEB_OUT)
 	mkdir -p $(DEB_OUT)/nf-flow-bulk-$(VERSION)
-	if git -C $(CURDIR) rev-parse --git-dir >/dev/null 2>&1; then \
+	if [ "$$(git -C $(CURDIR) rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ]; then \
 		git -C $(CURDIR) ls-files -co --exclude-standard -z | \
 			(cd $(CURDIR) && xargs -0 cp --parents -t $(DEB_OUT)/nf-flow-bulk-$(VERSION)); \
 	else \
