@@ -25,6 +25,10 @@
 #   make uninstall       remove what make install put there
 #   make dkms            sources into /usr/src, dkms add + install for KVER
 #   make dkms-uninstall  dkms remove --all, sources out of /usr/src
+#   make deb             the Debian packages nf-flow-bulk-dkms and flowbulk
+#                        into build/deb (dpkg-buildpackage; DEB_BUILD_OPTIONS)
+#   make check-deb       the packages installed, booted, reloaded, upgraded
+#                        and purged in a VM (long: not in check)
 
 # The running kernel when its headers are there (a router), else the
 # project's default kernel (this machine's guests).
@@ -52,7 +56,7 @@ EXAMPLES := packaging/modprobe.d/nf_flow_bulk.conf \
 
 .PHONY: all module bench-module bench-xdp bench-setup bench-hosts bench-rtnl modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
 .PHONY: install uninstall install-module uninstall-module install-userspace uninstall-userspace
-.PHONY: dkms dkms-source dkms-uninstall
+.PHONY: dkms dkms-source dkms-uninstall deb check-deb
 
 all: module userspace
 
@@ -151,6 +155,22 @@ dkms-uninstall:
 	-dkms remove -m $(NAME) -v $(VERSION) --all
 	rm -rf $(DKMS_SRC)
 
+# The Debian packages (debian/), built by dpkg-buildpackage in a copy of
+# the tree's files (tracked, and new ones not ignored) in build/deb,
+# so that the packages land in build/deb and the tree stays as it was.
+DEB_OUT ?= $(BUILD)/deb
+deb:
+	rm -rf $(DEB_OUT)
+	mkdir -p $(DEB_OUT)/nf-flow-bulk-$(VERSION)
+	if [ "$$(git -C $(CURDIR) rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ]; then \
+		git -C $(CURDIR) ls-files -co --exclude-standard -z | \
+			(cd $(CURDIR) && xargs -0 cp --parents -t $(DEB_OUT)/nf-flow-bulk-$(VERSION)); \
+	else \
+		tar -C $(CURDIR) --exclude=./build -cf - . | tar -C $(DEB_OUT)/nf-flow-bulk-$(VERSION) -xf -; \
+	fi
+	cd $(DEB_OUT)/nf-flow-bulk-$(VERSION) && dpkg-buildpackage -us -uc -b -j$(JOBS)
+	@ls $(DEB_OUT)/*.deb
+
 check:
 	tools/check
 
@@ -159,6 +179,13 @@ check:
 check-install:
 	tools/setup
 	tools/vm/run --kernel 6.1 --timeout 3600 -- selftests/nfb_install_dkms.sh
+
+# Not part of check: the Debian packages installed, booted, reloaded,
+# upgraded and purged in a guest (tools/check-deb); DKMS compiles the
+# module twice there under TCG.
+check-deb:
+	tools/setup
+	tools/check-deb
 
 # The newest Debian kernel's part of check alone: every selftest on 7.x
 # (about 20 minutes).
