@@ -224,10 +224,6 @@ OffloadView read_offload_view(NftClient& nft, const OffloadSpec& spec) {
   return view;
 }
 
-// Another writer committing between our reads and our write makes the
-// kernel refuse the write (ERESTART); we read again, this many times.
-constexpr int kGenerationAttempts = 10;
-
 // Never touches an existing chain: it is created (exclusively, with no
 // policy: the kernel's default accept) only when it does not exist. A
 // protocol that a rule of the chain already offloads to the flowtable
@@ -236,14 +232,18 @@ constexpr int kGenerationAttempts = 10;
 // generation of the ruleset: two offload add runs at once add each rule
 // once, and a rule another writer puts next to the handle we place ours by
 // cannot come between.
-OffloadResult add_offload(NftClient& nft, const OffloadSpec& asked, const std::string& context) {
-  for (int attempt = 1;; ++attempt) {
+OffloadResult add_offload(NftClient& nft, const OffloadSpec& asked, const std::string& context,
+                          Environment& env) {
+  // Another writer committing between our reads and our write makes the
+  // kernel refuse the write (ERESTART): we read again, after a wait.
+  GenerationRetry retry(env);
+  while (true) {
     try {
       const uint32_t generation = nft.generation();
       const OffloadPlan plan = plan_offload(asked, read_offload_view(nft, asked));
       OffloadResult result{.chain_created = false, .added = {}, .present = plan.present};
       if (plan.empty()) {
-        if (nft.generation() != generation && attempt < kGenerationAttempts) {
+        if (nft.generation() != generation && retry.again()) {
           continue;  // the reads may straddle a change: read again
         }
         return result;  // nothing to change, and nothing sent
@@ -273,15 +273,11 @@ OffloadResult add_offload(NftClient& nft, const OffloadSpec& asked, const std::s
       }
       return result;
     } catch (const KernelError& error) {
-      if (error.sys_errno() == ERESTART && attempt < kGenerationAttempts) {
-        continue;
-      }
       if (error.sys_errno() == ERESTART) {
-        fail_with_context(
-            Error("the ruleset changed under each of " + std::to_string(kGenerationAttempts) +
-                      " attempts; nothing was changed, try again",
-                  EAGAIN),
-            context);
+        if (retry.again()) {
+          continue;
+        }
+        fail_with_context(retry.exhausted(), context);
       }
       fail_with_context(error, context);
     } catch (const Error& error) {
@@ -299,7 +295,7 @@ void offload_add(Invocation& invocation, Arguments& arguments) {
     context += std::string(spec.position == RulePosition::kAfter ? " after" : " before") +
                " rule handle " + std::to_string(spec.handle);
   }
-  const OffloadResult result = add_offload(nft, spec, context);
+  const OffloadResult result = add_offload(nft, spec, context, invocation.env);
   const bool changed = !result.added.empty() || result.chain_created;
   if (invocation.options.json) {
     Json added = Json::array();
@@ -362,22 +358,62 @@ void offload_list(Invocation& invocation, Arguments& arguments) {
   }
 }
 
+// The offload rules `offload delete` removes, as the ruleset is now.
+std::vector<OffloadRule> offload_rules_to_delete(NftClient& nft, const OffloadSpec& spec) {
+  const FlowtableRef& ref = spec.flowtable;
+  std::vector<OffloadRule> victims;
+  for (OffloadRule& rule : nft.list_offload_rules(ref.family, ref.table, spec.chain)) {
+    // Without a protocol, every rule that offloads to the flowtable; with
+    // one, the rules that offload only that protocol (not a set whose
+    // other protocols would go too).
+    const bool protocol_matches =
+        spec.protocol == OffloadProtocol::kAll ||
+        rule.is_only(spec.protocol == OffloadProtocol::kTcp ? IPPROTO_TCP : IPPROTO_UDP);
+    if (rule.flowtable == ref.flowtable && protocol_matches) {
+      victims.push_back(std::move(rule));
+    }
+  }
+  return victims;
+}
+
 void offload_delete(Invocation& invocation, Arguments& arguments) {
   const OffloadSpec spec = parse_offload_spec(arguments, false);
   const FlowtableRef& ref = spec.flowtable;
   const std::string context = "cannot delete offload rules of flowtable " + ref.to_string();
   std::vector<OffloadRule> victims;
+  // By handle, in one transaction, guarded by the generation the listing
+  // saw: a table deleted and made again in between numbers its rules from
+  // 1 again, and a stale handle would delete whatever rule got it. When
+  // the kernel refuses (ERESTART), the rules are listed and chosen again.
+  GenerationRetry retry(invocation.env);
   try {
     NftClient nft = open_nft(invocation);
-    for (OffloadRule& rule : nft.list_offload_rules(ref.family, ref.table, spec.chain)) {
-      // Without a protocol, every rule that offloads to the flowtable;
-      // with one, the rules that offload only that protocol (not a set
-      // whose other protocols would go too).
-      const bool protocol_matches =
-          spec.protocol == OffloadProtocol::kAll ||
-          rule.is_only(spec.protocol == OffloadProtocol::kTcp ? IPPROTO_TCP : IPPROTO_UDP);
-      if (rule.flowtable == ref.flowtable && protocol_matches) {
-        victims.push_back(std::move(rule));
+    while (true) {
+      try {
+        const uint32_t generation = nft.generation();
+        victims = offload_rules_to_delete(nft, spec);
+        if (victims.empty()) {
+          if (nft.generation() != generation && retry.again()) {
+            continue;  // the listing may straddle a change: list again
+          }
+          break;
+        }
+        NftWrite write;
+        for (const OffloadRule& rule : victims) {
+          write.deletes.push_back({.family = rule.family,
+                                   .table = rule.table,
+                                   .chain = rule.chain,
+                                   .handle = rule.handle});
+        }
+        nft.commit(write, generation);
+        break;
+      } catch (const KernelError& error) {
+        if (error.sys_errno() != ERESTART) {
+          throw;
+        }
+        if (!retry.again()) {
+          throw retry.exhausted();
+        }
       }
     }
   } catch (const Error& error) {
@@ -391,15 +427,6 @@ void offload_delete(Invocation& invocation, Arguments& arguments) {
             " has no offload rule for it",
         ENOENT);
   }
-  // By handle, in one transaction: exactly the rules listed above.
-  Json commands = Json::array();
-  for (const OffloadRule& rule : victims) {
-    Json target = nft_object(rule.family, rule.table);
-    target["chain"] = rule.chain;
-    target["handle"] = rule.handle;
-    commands.push_back(nft_command("delete", "rule", target));
-  }
-  run_nft(invocation, commands, context);
   if (invocation.options.json) {
     Json list = Json::array();
     for (const OffloadRule& rule : victims) {

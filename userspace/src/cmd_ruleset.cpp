@@ -18,11 +18,8 @@
 #include "deferred_signals.h"
 #include "early_ingress.h"
 #include "error.h"
-#include "names.h"
 #include "nfb_client.h"
-#include "nft_client.h"
 #include "raii.h"
-#include "rollback.h"
 
 namespace flowbulk {
 
@@ -129,56 +126,32 @@ std::string restore_source_lines(const std::string& errors, const std::string& o
   return result;
 }
 
-// Undoes the load after a failed attach: detaches what this command
-// attached, then deletes by handle, in one transaction, exactly the objects
-// the load created. Returns what happened, for the error message.
-std::string roll_back(RulesetEngine& engine, NfbClient& module,
-                      const std::vector<FlowtableRef>& attached, const nlohmann::json& before,
-                      bool before_exact, const std::string& echoed,
-                      const std::vector<FlowtableRef>& flowtables) {
-  std::string report;
-  for (const FlowtableRef& done : attached) {
-    try {
-      module.detach(done);
-    } catch (const Error& error) {
-      report += "flowtable " + done.to_string() + " stays attached (" + error.what() +
-                "; flowbulk detach " + done.to_string() + "); ";
-    }
+// One early_ingress flowtable that could not be attached.
+struct AttachFailure {
+  FlowtableRef ref;
+  Error error;
+};
+
+// The ruleset is loaded and stays so; some of its early_ingress flowtables
+// are not attached. Their traffic still goes through the stock flowtable
+// at `hook ingress`: a firewall is never weakened because acceleration
+// failed.
+[[noreturn]] void fail_not_attached(const std::string& name,
+                                    const std::vector<AttachFailure>& failures) {
+  std::string which;
+  std::string commands;
+  for (const AttachFailure& failure : failures) {
+    which += std::string(which.empty() ? "" : ", ") + "flowtable " + failure.ref.to_string() +
+             " (" + failure.error.what() + ")";
+    commands +=
+        std::string(commands.empty() ? "" : "; ") + "flowbulk attach " + failure.ref.to_string();
   }
-  const nlohmann::json echo = nlohmann::json::parse(echoed, nullptr, false);
-  if (echo.is_discarded()) {
-    return report +
-           "cannot tell what the load created (libnftables echoed no JSON): it stays "
-           "loaded";
-  }
-  std::vector<NamedFlowtable> named;
-  named.reserve(flowtables.size());
-  for (const FlowtableRef& ref : flowtables) {
-    named.push_back({.family = family_name(ref.family), .table = ref.table, .name = ref.flowtable});
-  }
-  const RollbackPlan plan = plan_rollback(before, echo, named, before_exact);
-  std::string kept;
-  for (const std::string& what : plan.kept) {
-    kept += (kept.empty() ? "" : ", ") + what;
-  }
-  if (!kept.empty()) {
-    kept = "; not undone: " + kept;
-  }
-  if (plan.empty()) {
-    return report + "the load created nothing to remove" + kept;
-  }
-  RulesetEngine::Result removed = engine.run_commands(plan.commands.dump(), true);
-  if (removed.ok) {
-    const size_t count = plan.command_lines.size();
-    return report + "removed the " + std::to_string(count) + (count == 1 ? " object" : " objects") +
-           " it created (other changes to the ruleset were left alone)" + kept;
-  }
-  std::string left;
-  for (const std::string& line : plan.command_lines) {
-    left += "\n  " + line;
-  }
-  return report + "removing what it created failed too (" + removed.errors +
-         "); it stays loaded, remove it with (in this order):" + left + kept + "\n";
+  const Error& first = failures.front().error;
+  throw Error("loaded " + name + "; not attached: " + which +
+                  "; the ruleset stays as loaded (these flowtables work at hook ingress, "
+                  "without nf_flow_bulk); attach with: " +
+                  commands,
+              first.sys_errno(), first.extack(), kExitNotAttached);
 }
 
 }  // namespace
@@ -195,11 +168,7 @@ void do_load_file(Invocation& invocation, const std::string& path) {
   }
 
   std::optional<NfbClient> module;
-  std::unique_ptr<RulesetEngine> engine = invocation.env.make_ruleset_engine();
   const bool rewritten = !rewrite.flowtables.empty();
-  nlohmann::json before;
-  std::optional<NftClient> nft;
-  uint32_t listed_generation = 0;
   if (rewritten) {
     // Checked before anything is loaded, so a missing module leaves the
     // ruleset untouched.
@@ -209,29 +178,12 @@ void do_load_file(Invocation& invocation, const std::string& path) {
     } catch (const Error& error) {
       fail_with_context(error, "cannot load " + name + " (it has early_ingress flowtables)");
     }
-    // Which objects exist now: an object the load echoes that was already
-    // here was only updated, and a rollback must leave it. The generation
-    // read first tells, after the load, whether anyone else committed in
-    // between (then the listing is not what the load found).
-    RulesetEngine::Result listing;
-    try {
-      nft.emplace(invocation.env.transports.open(NETLINK_NETFILTER));
-      listed_generation = nft->generation();
-      listing = engine->run_commands("list ruleset", true);
-    } catch (const Error& error) {
-      fail_with_context(error, "cannot read the current ruleset; nothing was loaded");
-    }
-    before = nlohmann::json::parse(listing.output, nullptr, false);
-    if (!listing.ok || before.is_discarded()) {
-      throw Error(
-          "cannot read the current ruleset (needed to undo the load if an attach "
-          "fails); nothing was loaded:\n" +
-          listing.errors);
-    }
   }
 
-  // From the load to the last attach, or to the end of the rollback: an
-  // interrupt here would leave a ruleset loaded and not attached.
+  // From the load to the last attach: an interrupt there would leave the
+  // ruleset loaded with flowtables nobody tried to attach and nothing said
+  // about it. The attaches finish and the outcome is printed; the signal
+  // ends the process after that.
   std::optional<DeferredSignals> hold;
   if (rewritten) {
     hold.emplace();
@@ -239,9 +191,10 @@ void do_load_file(Invocation& invocation, const std::string& path) {
 
   // From memory, always: the input was read once, above. nft resolves
   // includes the same way for a file and for this text (include paths, and
-  // "./" relative to the working directory). With early_ingress flowtables
-  // libnftables echoes what the kernel added, with handles, for a rollback.
-  RulesetEngine::Result loaded = engine->load_text(rewrite.ruleset, name, json, rewritten);
+  // "./" relative to the working directory). This is exactly `nft -f`: one
+  // transaction, and what it does stays, whatever the attaches below do.
+  RulesetEngine::Result loaded =
+      invocation.env.make_ruleset_engine()->load_text(rewrite.ruleset, name, json);
   if (!loaded.ok) {
     // nft's own message with line and column; nft applied nothing. nft
     // names the file in front of each line and column ("FILE:2:3-11:"), so
@@ -253,45 +206,46 @@ void do_load_file(Invocation& invocation, const std::string& path) {
     throw Error("cannot load " + (named ? std::string("the ruleset") : name) + ":\n" + errors);
   }
 
-  // Exactly one commit since the listing (the load's): the listing is what
-  // the load found. Anything else, or no answer, and the rollback keeps
-  // what it cannot prove the load created.
-  bool before_exact = false;
-  if (rewritten) {
-    try {
-      before_exact = nft->generation() == listed_generation + 1;
-    } catch (const Error&) {
-      // Unknown: not exact.
-    }
-  }
-
+  // Every flowtable is tried, whatever happened to the one before: each
+  // one attached is one more flowtable bulked, and none is ever detached
+  // or deleted again because another one failed.
   std::vector<FlowtableRef> attached;
+  std::vector<AttachFailure> failures;
   for (const FlowtableRef& ref : rewrite.flowtables) {
     try {
-      try {
-        module->attach(ref);
-        attached.push_back(ref);
-      } catch (const KernelError& error) {
-        // Loading the same file again must work: already attached is the
-        // state asked for (and was there before, so a rollback keeps it).
-        if (error.sys_errno() != EEXIST) {
-          throw;
-        }
-      }
+      module->attach(ref);
+      attached.push_back(ref);
     } catch (const Error& error) {
-      fail_with_context(error, "loaded " + name + " but cannot attach flowtable " +
-                                   ref.to_string() + "; " +
-                                   roll_back(*engine, *module, attached, before, before_exact,
-                                             loaded.output, rewrite.flowtables));
+      // Loading the same file again must work: already attached is the
+      // state asked for.
+      if (const auto* kernel = dynamic_cast<const KernelError*>(&error);
+          kernel != nullptr && kernel->sys_errno() == EEXIST) {
+        attached.push_back(ref);
+      } else {
+        failures.push_back({.ref = ref, .error = error});
+      }
     }
   }
 
   if (invocation.options.json) {
-    Json list = Json::array();
-    for (const FlowtableRef& ref : rewrite.flowtables) {
-      list.push_back(flowtable_ref_json(ref));
+    Json attached_list = Json::array();
+    for (const FlowtableRef& ref : attached) {
+      attached_list.push_back(flowtable_ref_json(ref));
     }
-    emit_json(invocation, Json{{"file", name}, {"attached", list}});
+    Json failed_list = Json::array();
+    for (const AttachFailure& failure : failures) {
+      Json entry = flowtable_ref_json(failure.ref);
+      entry["error"] = failure.error.what();
+      entry["errno"] = failure.error.sys_errno();
+      failed_list.push_back(std::move(entry));
+    }
+    emit_json(invocation, Json{{"file", name},
+                               {"loaded", true},
+                               {"attached", attached_list},
+                               {"failed", failed_list}});
+  }
+  if (!failures.empty()) {
+    fail_not_attached(name, failures);
   }
 }
 

@@ -7,11 +7,11 @@ namespace flowbulk {
 
 // Holds SIGINT, SIGTERM, SIGHUP and SIGQUIT back while a change that must
 // not be left half done runs: a flowtable created at ingress and not yet
-// attached (or removed again), a ruleset loaded and not yet attached (or
-// rolled back). A signal that arrives meanwhile is taken off the pending
-// set when the section ends and kept, so that the command can finish and
-// print what it did; main() then dies of it (take_deferred_signal()), as
-// the process would have, only later.
+// attached (or removed again), a ruleset loaded whose flowtables have not
+// all been tried and the outcome not yet said. A signal that arrives
+// meanwhile is taken off the pending set when the section ends and kept,
+// so that the command can finish and print what it did; main() then dies
+// of it (take_deferred_signal()), as the process would have, only later.
 class DeferredSignals {
  public:
   DeferredSignals();

@@ -28,10 +28,8 @@ class RulesetEngine {
   // `nft -f` of a ruleset held in memory; error locations name
   // `display_name` with the line and column in `ruleset`. `json`: the
   // ruleset is nft JSON (`nft -j -f`).
-  // `echo`: the output is what the kernel added, as nft JSON with handles
-  // (`nft -e -j -a`).
-  virtual Result load_text(const std::string& ruleset, const std::string& display_name, bool json,
-                           bool echo) = 0;
+  virtual Result load_text(const std::string& ruleset, const std::string& display_name,
+                           bool json) = 0;
 };
 
 // Everything the command layer touches outside its own memory, so the whole

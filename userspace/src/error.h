@@ -12,6 +12,9 @@ enum ExitCode : int {
   kExitOk = 0,
   kExitFailure = 1,  // the operation was tried and failed
   kExitUsage = 2,    // bad command line or bad input; nothing was sent
+  // -f: the ruleset is loaded (and stays so) but an early_ingress flowtable
+  // of it is not attached to the module.
+  kExitNotAttached = 3,
 };
 
 // Every failure the tool reports. `what()` is the complete message printed

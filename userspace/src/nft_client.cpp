@@ -408,6 +408,21 @@ std::vector<uint64_t> NftClient::commit(const NftWrite& write, uint32_t generati
     nftnl_rule_nlmsg_build_payload(message, add.rule.get());
     next();
   }
+  for (const NftWrite::RuleDelete& target : write.deletes) {
+    NftnlRulePtr rule(nftnl_rule_alloc());
+    if (!rule) {
+      throw Error("out of memory", ENOMEM);
+    }
+    nftnl_rule_set_u32(rule.get(), NFTNL_RULE_FAMILY, target.family);
+    nftnl_rule_set_str(rule.get(), NFTNL_RULE_TABLE, target.table.c_str());
+    nftnl_rule_set_str(rule.get(), NFTNL_RULE_CHAIN, target.chain.c_str());
+    nftnl_rule_set_u64(rule.get(), NFTNL_RULE_HANDLE, target.handle);
+    nlmsghdr* message =
+        nftnl_nlmsg_build_hdr(static_cast<char*>(mnl_nlmsg_batch_current(batch.get())),
+                              NFT_MSG_DELRULE, target.family, NLM_F_ACK, channel_.next_sequence());
+    nftnl_rule_nlmsg_build_payload(message, rule.get());
+    next();
+  }
   nftnl_batch_end(static_cast<char*>(mnl_nlmsg_batch_current(batch.get())),
                   channel_.next_sequence());
   next();

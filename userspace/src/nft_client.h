@@ -93,8 +93,18 @@ struct NftWrite {
     NftnlRulePtr rule;    // with NFTNL_RULE_POSITION for a place next to a rule
     bool append = false;  // after the position (or at the end), else before it (or at the top)
   };
+  // A rule deleted by its handle: only ever with the generation the
+  // handle was read at, since handles start again from 1 when a table is
+  // made anew and a stale one names whatever rule got it.
+  struct RuleDelete {
+    uint8_t family = 0;
+    std::string table;
+    std::string chain;
+    uint64_t handle = 0;
+  };
   std::vector<NftnlChainPtr> chains;  // created exclusively: EEXIST if there
   std::vector<RuleAdd> rules;
+  std::vector<RuleDelete> deletes;  // sent after the chains and rules
 };
 
 // nftnl getters return NULL for an attribute the kernel did not send.
@@ -108,7 +118,8 @@ inline std::string text_or_empty(const char* text) {
 // per object type and carries what nft's listings leave out (use counts,
 // flag bits, the expressions of a rule as the kernel holds them). The one
 // write here is commit(): a transaction guarded by the generation its
-// reads saw, which libnftables has no way to send.
+// reads saw, which libnftables has no way to send (offload add, and every
+// delete by handle).
 class NftClient {
  public:
   explicit NftClient(std::unique_ptr<Transport> transport);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <set>
 
 #include "error.h"
@@ -17,6 +18,23 @@ namespace flowbulk {
 
 NftClient open_nft(Invocation& invocation) {
   return NftClient(invocation.env.transports.open(NETLINK_NETFILTER));
+}
+
+bool GenerationRetry::again() {
+  if (attempts_ >= kAttempts) {
+    return false;
+  }
+  const double wait = std::min(0.001 * static_cast<double>(1U << (attempts_ - 1)), 0.1);
+  ++attempts_;
+  waited_ += wait;
+  return env_.sleep(wait);
+}
+
+Error GenerationRetry::exhausted() const {
+  return Error("the ruleset changed under each of " + std::to_string(attempts_) +
+                   " attempts (over " + std::to_string(std::lround(waited_ * 1000)) +
+                   " ms); nothing was changed, try again",
+               EAGAIN);
 }
 
 std::string table_text(uint8_t family, const std::string& name) {

@@ -5,9 +5,10 @@
 // cmd_flowtable.cpp, cmd_offload.cpp) share. Changes go through
 // libnftables, as nft commands, so that nft's own parser, evaluator and
 // messages apply (names, priority expressions such as `filter + 10`, "did
-// you mean"); offload add is the exception: its check-then-write must name
-// the ruleset generation it read, which libnftables cannot carry, so it
-// writes through libnftnl (NftClient::commit). Reading stays on libnftnl
+// you mean"); offload add and offload delete are the exceptions: their
+// check-then-write must name the ruleset generation it read, which
+// libnftables cannot carry, so they write through libnftnl
+// (NftClient::commit, retried with GenerationRetry). Reading stays on libnftnl
 // dumps (nft_client.h): one request per object type, with the kernel's
 // attributes that nft's listings leave out (use counts, flag bits), and no
 // ruleset cache to build.
@@ -24,6 +25,31 @@
 namespace flowbulk {
 
 NftClient open_nft(Invocation& invocation);
+
+// The attempts of a write that names the ruleset generation its reads saw
+// (NftClient::commit). The kernel refuses it with ERESTART when another
+// writer committed in between; reading and trying again at once mostly
+// meets the same burst of commits (a daemon reloading its rules, a script
+// running nft line by line), so each new attempt waits longer: 1 ms, then
+// twice as long each time, at most 100 ms a wait, at most kAttempts
+// attempts (under a second of waiting in all).
+class GenerationRetry {
+ public:
+  static constexpr int kAttempts = 16;
+
+  explicit GenerationRetry(Environment& env) : env_(env) {}
+  // After an attempt that met another writer: waits, then says whether to
+  // read and try again (false once kAttempts were made, or when the wait
+  // was interrupted).
+  bool again();
+  // What to report when again() said no.
+  Error exhausted() const;
+
+ private:
+  Environment& env_;
+  int attempts_ = 1;
+  double waited_ = 0;  // seconds
+};
 
 // "FAMILY NAME", as messages name a table.
 std::string table_text(uint8_t family, const std::string& name);

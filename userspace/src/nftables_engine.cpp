@@ -38,8 +38,8 @@ class LibnftablesEngine final : public RulesetEngine {
     return collect(context.get(), nft_run_cmd_from_buffer(context.get(), commands.c_str()));
   }
 
-  Result load_text(const std::string& ruleset, const std::string& display_name, bool json,
-                   bool echo) override {
+  Result load_text(const std::string& ruleset, const std::string& display_name,
+                   bool json) override {
     // libnftables prints line numbers only for files (a buffer is treated
     // as one command line), so the text goes through an anonymous in-memory
     // file: no temporary file on disk to leak or race on.
@@ -60,10 +60,7 @@ class LibnftablesEngine final : public RulesetEngine {
     }
     const std::string path = "/proc/self/fd/" + std::to_string(memory.get());
     NftContextPtr context = make_context();
-    if (echo) {
-      nft_ctx_output_set_flags(context.get(),
-                               NFT_CTX_OUTPUT_ECHO | NFT_CTX_OUTPUT_JSON | NFT_CTX_OUTPUT_HANDLE);
-    } else if (json) {
+    if (json) {
       // libnftables 1.0.6 has no input flag: it tries its JSON parser
       // first only when the output is JSON (what `nft -j -f` sets).
       nft_ctx_output_set_flags(context.get(), NFT_CTX_OUTPUT_JSON);

@@ -24,15 +24,10 @@ namespace flowbulk::testing {
 struct FakeEngineState {
   std::vector<std::string> calls;
   RulesetEngine::Result load_result{.ok = true, .output = {}, .errors = {}};
-  // `nft -j -t list ruleset`
-  std::string current_ruleset =
-      R"({"nftables": [{"metainfo": {"json_schema_version": 1}},
-         {"table": {"family": "ip", "name": "old", "handle": 1}}]})";
-  // Answers to the next run_commands() other than the listing.
+  // Answers to the next run_commands().
   std::vector<RulesetEngine::Result> run_results;
   std::string loaded_text;
-  // Runs at each load_text(): the load's commit, seen by the fake
-  // nf_tables' generation.
+  // Runs at each load_text(), as the load happens.
   std::function<void()> on_load;
 };
 
@@ -42,18 +37,15 @@ class FakeEngine final : public RulesetEngine {
   Result run_commands(const std::string& commands, bool json) override {
     state_.calls.push_back((json ? "json: " : "commands: ") + commands);
     Result result{.ok = true, .output = {}, .errors = {}};
-    if (commands == "list ruleset") {
-      result.output = state_.current_ruleset;
-    } else if (!state_.run_results.empty()) {
+    if (!state_.run_results.empty()) {
       result = state_.run_results.front();
       state_.run_results.erase(state_.run_results.begin());
     }
     return result;
   }
-  Result load_text(const std::string& ruleset, const std::string& display_name, bool json,
-                   bool echo) override {
-    state_.calls.push_back(std::string(json ? "json " : "") + (echo ? "echo: " : "text: ") +
-                           display_name);
+  Result load_text(const std::string& ruleset, const std::string& display_name,
+                   bool json) override {
+    state_.calls.push_back(std::string(json ? "json text: " : "text: ") + display_name);
     state_.loaded_text = ruleset;
     if (state_.on_load) {
       state_.on_load();
@@ -108,18 +100,6 @@ class CliTest : public ::testing::Test {
     return nft_kernel_;
   }
   ReplayTransport& nft() { return transports_.transport(NETLINK_NETFILTER); }
-  // The fake libnftables loads, and the semantic fake nf_tables answers the
-  // tool's own requests (the ruleset generation around a load): each load
-  // is one commit, plus `others` by other writers between the tool's
-  // listing and its load.
-  void fake_generations(int others = 0) {
-    transports_.serve(NETLINK_NETFILTER, nft_kernel_);
-    engine_.on_load = [this, others] {
-      for (int commit = 0; commit <= others; ++commit) {
-        nft_kernel_.count_commit();
-      }
-    };
-  }
   bool nothing_opened() const {
     return transports_.opened(NETLINK_GENERIC) == 0 && transports_.opened(NETLINK_NETFILTER) == 0;
   }

@@ -241,6 +241,20 @@ Datagram set_elements_message(const FakeNftKernel::Set& set, const nlmsghdr& req
   return reply.datagram();
 }
 
+// A table and everything in it.
+void erase_table(FakeNftKernel::State& state, uint8_t family, const std::string& name) {
+  auto in_table = [&](const auto& object) {
+    return object.family == family && object.table == name;
+  };
+  std::erase_if(state.rules, in_table);
+  std::erase_if(state.sets, in_table);
+  std::erase_if(state.chains, in_table);
+  std::erase_if(state.flowtables, in_table);
+  std::erase_if(state.tables, [&](const FakeNftKernel::Table& table) {
+    return table.family == family && table.name == name;
+  });
+}
+
 class Transaction {
  public:
   explicit Transaction(FakeNftKernel::State& state) : s_(state) {}
@@ -270,24 +284,30 @@ class Transaction {
       case NFT_MSG_DELTABLE: {
         NftnlTablePtr parsed(nftnl_table_alloc());
         nftnl_table_nlmsg_parse(&message, parsed.get());
+        if (!nftnl_table_is_set(parsed.get(), NFTNL_TABLE_NAME)) {
+          // No name: every table of the family, of every family for
+          // NFPROTO_UNSPEC (`flush ruleset`), as nft_flush() does.
+          auto flushed = [&](const auto& object) {
+            return family == NFPROTO_UNSPEC || object.family == family;
+          };
+          std::erase_if(s_.rules, flushed);
+          std::erase_if(s_.sets, flushed);
+          std::erase_if(s_.chains, flushed);
+          std::erase_if(s_.flowtables, flushed);
+          std::erase_if(s_.tables, flushed);
+          return 0;
+        }
         const std::string name = str_or_empty(nftnl_table_get_str(parsed.get(), NFTNL_TABLE_NAME));
         if (table(family, name) == nullptr) {
           return ENOENT;
         }
-        auto in_table = [&](const auto& object) {
-          return object.family == family && object.table == name;
-        };
-        std::erase_if(s_.rules, in_table);
-        std::erase_if(s_.sets, in_table);
-        std::erase_if(s_.chains, in_table);
-        std::erase_if(s_.flowtables, in_table);
-        std::erase_if(s_.tables, [&](const FakeNftKernel::Table& table) {
-          return table.family == family && table.name == name;
-        });
+        erase_table(s_, family, name);
         return 0;
       }
       case NFT_MSG_NEWCHAIN:
         return new_chain(message, family, flags);
+      case NFT_MSG_DELCHAIN:
+        return delete_chain(message, family);
       case NFT_MSG_NEWSET:
         return new_set(message, family, flags);
       case NFT_MSG_NEWSETELEM:
@@ -502,6 +522,31 @@ class Transaction {
   }
 
   // nf_tables_newchain / nf_tables_updchain.
+  // By name or handle; its rules go with it (no NLM_F_NONREC), as in
+  // nf_tables_delchain().
+  int delete_chain(const nlmsghdr& message, uint8_t family) {
+    NftnlChainPtr parsed(nftnl_chain_alloc());
+    nftnl_chain_nlmsg_parse(&message, parsed.get());
+    const std::string table_name =
+        str_or_empty(nftnl_chain_get_str(parsed.get(), NFTNL_CHAIN_TABLE));
+    const bool by_handle = nftnl_chain_is_set(parsed.get(), NFTNL_CHAIN_HANDLE);
+    const uint64_t handle = by_handle ? nftnl_chain_get_u64(parsed.get(), NFTNL_CHAIN_HANDLE) : 0;
+    const std::string name = str_or_empty(nftnl_chain_get_str(parsed.get(), NFTNL_CHAIN_NAME));
+    auto found = std::find_if(s_.chains.begin(), s_.chains.end(), [&](const auto& chain) {
+      return chain.family == family && chain.table == table_name &&
+             (by_handle ? chain.handle == handle : chain.name == name);
+    });
+    if (found == s_.chains.end()) {
+      return ENOENT;
+    }
+    const std::string chain_name = found->name;
+    s_.chains.erase(found);
+    std::erase_if(s_.rules, [&](const FakeNftKernel::Rule& rule) {
+      return rule.family == family && rule.table == table_name && rule.chain == chain_name;
+    });
+    return 0;
+  }
+
   int new_chain(const nlmsghdr& message, uint8_t family, uint16_t flags) {
     NftnlChainPtr parsed(nftnl_chain_alloc());
     nftnl_chain_nlmsg_parse(&message, parsed.get());
@@ -971,6 +1016,11 @@ uint64_t FakeNftKernel::add_offload_rule(uint8_t family, const std::string& tabl
   nftnl_expr_set_str(flow, NFTNL_EXPR_FLOW_TABLE_NAME, flowtable.c_str());
   nftnl_rule_add_expr(rule.get(), flow);
   return seed_rule(family, table, chain, rule.get(), false, before);
+}
+
+void FakeNftKernel::delete_table(uint8_t family, const std::string& name) {
+  ++generation_;
+  erase_table(state_, family, name);
 }
 
 void FakeNftKernel::delete_rule(uint8_t family, const std::string& table, const std::string& chain,

@@ -98,6 +98,9 @@ class FakeNftKernel final : public Transport {
   uint64_t add_offload_rule(uint8_t family, const std::string& table, const std::string& chain,
                             const std::string& flowtable, uint8_t protocol, uint64_t before = 0);
 
+  // The table and everything in it; a table of that name made later
+  // numbers its chains and rules from 1 again, as the kernel does.
+  void delete_table(uint8_t family, const std::string& name);
   void delete_rule(uint8_t family, const std::string& table, const std::string& chain,
                    uint64_t handle);
 

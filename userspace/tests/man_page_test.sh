@@ -21,12 +21,12 @@ text=$(MANWIDTH=80 man -l "$page" 2>/dev/null)
 for heading in NAME OVERVIEW OPTIONS COMMANDS "EXIT STATUS" FILES "SEE ALSO"; do
 	expect "man renders $heading" grep -q "^$heading" <<<"$text"
 done
-for command in "offload delete" "offload list" "position" "Rollback"; do
+for command in "offload delete" "offload list" "position" "When an attach fails"; do
 	expect "documents $command" grep -qi "$command" <<<"$text"
 done
-# EXIT STATUS names every code main() returns (error.h: 0, 1, 2).
+# EXIT STATUS names every code main() returns (error.h: 0, 1, 2, 3).
 status_section=$(sed -n '/^EXIT STATUS/,/^[A-Z]/p' <<<"$text")
-for code in 0 1 2; do
+for code in 0 1 2 3; do
 	expect "EXIT STATUS documents $code" grep -qE "^ +$code +[A-Z]" <<<"$status_section"
 done
 expect "SEE ALSO names nft(8)" grep -qE 'nft\(8\)' <<<"$(sed -n '/^SEE ALSO/,$p' <<<"$text")"

@@ -4,6 +4,7 @@
 #include <linux/in.h>
 #include <linux/netfilter.h>
 
+#include <algorithm>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,11 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr uint32_t kForward = NF_INET_FORWARD;
+
+// The waits between 16 attempts that all meet another writer: from 1 ms,
+// doubling, at most 100 ms each.
+const std::vector<double> kBackoff = {0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.1,
+                                      0.1,   0.1,   0.1,   0.1,   0.1,   0.1,   0.1};
 
 class OffloadTest : public CliTest {
  protected:
@@ -187,8 +193,9 @@ TEST_F(OffloadTest, ThePositionRuleDeletedBeforeTheWriteIsReported) {
 }
 
 // A ruleset that changes under every attempt: a bounded number of them,
-// then a clear failure with nothing of ours written.
-TEST_F(OffloadTest, ARulesetThatNeverHoldsStillFailsAfterTenAttempts) {
+// each after a longer wait, then a clear failure with nothing of ours
+// written.
+TEST_F(OffloadTest, ARulesetThatNeverHoldsStillFailsAfterBoundedBackoff) {
   firewall();
   const auto before = forward_rules();
   std::function<void()> busy = [this, &busy] {
@@ -197,10 +204,75 @@ TEST_F(OffloadTest, ARulesetThatNeverHoldsStillFailsAfterTenAttempts) {
   };
   nft_kernel().before_next_batch(busy);
   EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitFailure);
-  EXPECT_NE(err().find("the ruleset changed under each of 10 attempts; nothing was changed"),
+  EXPECT_NE(err().find("the ruleset changed under each of 16 attempts (over 927 ms); nothing was "
+                       "changed, try again"),
             std::string::npos)
       << err();
-  EXPECT_EQ(nft_kernel().stale_batches(), 10U);
+  EXPECT_EQ(nft_kernel().stale_batches(), 16U);
+  EXPECT_EQ(sleeps_, kBackoff);
+  EXPECT_EQ(forward_rules(), before);
+  nft_kernel().before_next_batch(nullptr);
+}
+
+// Another writer deletes the table and makes it again between offload
+// delete's listing and its delete: handles start from 1 again, so the
+// handles listed now name the new table's accept rules. The delete names
+// the generation it listed at, the kernel refuses it, and the rules are
+// listed and chosen again: only the new offload rule goes.
+TEST_F(OffloadTest, DeleteNeverTakesARuleThatGotTheSameHandleInARecreatedTable) {
+  firewall();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  std::vector<uint64_t> listed;
+  for (const std::string& rule : forward_rules()) {
+    if (rule.find("flow_offload") != std::string::npos) {
+      listed.push_back(std::stoull(rule));
+    }
+  }
+  ASSERT_EQ(listed.size(), 2U);
+  std::vector<uint64_t> accepts;
+  uint64_t offload = 0;
+  nft_kernel().before_next_batch([&] {
+    nft_kernel().delete_table(NFPROTO_INET, "fw");
+    nft_kernel().add_table(NFPROTO_INET, "fw");
+    nft_kernel().add_flowtable(NFPROTO_INET, "fw", "ft");
+    nft_kernel().add_base_chain(NFPROTO_INET, "fw", "forward", kForward, 0, NF_DROP);
+    // Accept rules up to and past the handles listed before.
+    while (accepts.empty() || accepts.back() < *std::max_element(listed.begin(), listed.end())) {
+      accepts.push_back(nft_kernel().add_verdict_rule(NFPROTO_INET, "fw", "forward", NF_ACCEPT));
+    }
+    offload = nft_kernel().add_offload_rule(NFPROTO_INET, "fw", "forward", "ft", IPPROTO_TCP);
+  });
+  ASSERT_EQ(run({"-j", "offload", "delete", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_EQ(nft_kernel().stale_batches(), 1U);
+  EXPECT_EQ(sleeps_, std::vector<double>{0.001});
+  for (uint64_t handle : listed) {
+    EXPECT_NE(std::find(accepts.begin(), accepts.end(), handle), accepts.end()) << handle;
+  }
+  std::vector<std::string> expected;
+  for (uint64_t handle : accepts) {
+    expected.push_back(std::to_string(handle) + ": immediate accept");
+  }
+  EXPECT_EQ(forward_rules(), expected);
+  const Json deleted = Json::parse(out())["deleted"];
+  ASSERT_EQ(deleted.size(), 1U) << out();
+  EXPECT_EQ(deleted[0]["handle"], offload);
+}
+
+TEST_F(OffloadTest, DeleteUnderARulesetThatNeverHoldsStillFailsAfterBoundedBackoff) {
+  firewall();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  const auto before = forward_rules();
+  std::function<void()> busy = [this, &busy] {
+    nft_kernel().add_table(NFPROTO_INET, "t" + std::to_string(nft_kernel().generation()));
+    nft_kernel().before_next_batch(busy);
+  };
+  nft_kernel().before_next_batch(busy);
+  EXPECT_EQ(run({"offload", "delete", "inet", "fw", "ft"}), kExitFailure);
+  EXPECT_EQ(err(),
+            "Error: cannot delete offload rules of flowtable inet fw ft: the ruleset changed under "
+            "each of 16 attempts (over 927 ms); nothing was changed, try again\n");
+  EXPECT_EQ(nft_kernel().stale_batches(), 16U);
+  EXPECT_EQ(sleeps_, kBackoff);
   EXPECT_EQ(forward_rules(), before);
   nft_kernel().before_next_batch(nullptr);
 }
