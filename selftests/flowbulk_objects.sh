@@ -95,9 +95,12 @@ offload_rules_as_requested() {
 		length == 2 and
 		(map(.[0].match.right) | sort) == ["tcp", "udp"] and
 		all(.[]; .[0].match.left.meta.key == "l4proto" and (.[1] | has("counter")) and
-			.[2].flow == {"op": "add", "flowtable": "@ft"})' >/dev/null
+			.[2].flow == {"op": "add", "flowtable": "@ft"})' >/dev/null &&
+	nft_json | jq -e '[.nftables[] | select(.rule) | .rule | select(.chain == "forward") |
+		.comment] == ["flowbulk", "flowbulk"]' >/dev/null
 }
-check "rules: meta l4proto tcp|udp counter flow add @ft" offload_rules_as_requested
+check "rules: meta l4proto tcp|udp counter flow add @ft comment \"flowbulk\"" \
+	offload_rules_as_requested
 
 # Bad requests against the real kernel: each has its message and exit code,
 # and the ruleset is the same afterwards.
@@ -114,7 +117,7 @@ fb_expect_failure 2 "device \"nosuch0\" does not exist" \
 	flowtable add inet fw ft2 hook ingress devices nosuch0
 fb_expect_failure 2 "is out of range" \
 	flowtable add inet fw ft2 hook ingress priority 2147483648 devices veth0
-fb_expect_failure 1 "cannot add offload rule for flowtable ip plain nope in chain forward: " \
+fb_expect_failure 1 "cannot add offload rule for flowtable ip plain nope: " \
 	offload add ip plain nope
 fb_expect_failure 1 "cannot delete flowtable inet fw ft: Could not process rule: Device or resource busy" \
 	flowtable delete inet fw ft
@@ -124,6 +127,62 @@ after=$(nft_json)
 unchanged() { [ "$before" = "$after" ]; }
 check "failed requests changed nothing (no chain left from the failed offload batch)" unchanged
 
+# Offload rules nft writes, as the kernel encodes them: the kernel
+# selftest's rule (flow add before a counter and a verdict, after a device
+# and a port), the nft wiki's ip/ip6 set pair (`flow offload`), in a
+# forward chain that is not called forward; and an operator's rule next to
+# flowbulk's in fw. flowbulk's listing must name each with nft's handle,
+# and add and delete must leave every rule flowbulk did not write.
+ip netns exec "$ns" nft -f - <<'EOF'
+table inet wiki {
+	flowtable f1 { hook ingress priority 10; devices = { veth0, veth1 }; }
+	chain FWD {
+		type filter hook forward priority filter; policy accept;
+		meta oifname "veth1" tcp dport 12345 flow add @f1 counter accept
+		ip protocol { tcp, udp } flow offload @f1
+		ip6 nexthdr { tcp, udp } flow add @f1
+	}
+}
+add rule inet fw forward meta l4proto tcp flow add @ft
+EOF
+wiki_as_nft_has_it() {
+	local ours theirs
+	ours=$(fb -j offload list inet wiki | jq -c '[.offloads[] |
+		[.chain, .handle, .flowtable, .proto, .nfproto, .counter, .flowbulk]]')
+	theirs=$(nft_json | jq -c '[.nftables[] | select(.rule) | .rule |
+		select(.table == "wiki") | .handle]')
+	if [ "$(jq -c '[.[] | .[1]]' <<<"$ours")" != "$theirs" ] ||
+	   [ "$(jq -c '[.[] | del(.[1])]' <<<"$ours")" != \
+	     '[["FWD","f1","other","any",true,false],["FWD","f1","tcp,udp","ipv4",false,false],["FWD","f1","tcp,udp","ipv6",false,false]]' ]; then
+		echo "flowbulk: $ours"
+		echo "nft handles: $theirs"
+		return 1
+	fi
+}
+check "offload list: nft_flowtable.sh's rule is other, the wiki pair tcp,udp per IP version" \
+	wiki_as_nft_has_it
+before=$(nft_json)
+added=$(fb -j offload add inet wiki f1)
+after=$(nft_json)
+wiki_covered() {
+	jq -e '.changed == false and (.present | length) == 2' <<<"$added" >/dev/null &&
+		[ "$before" = "$after" ]
+}
+check "offload add to a chain FWD the wiki pair covers: nothing added" wiki_covered
+fb_expect_failure 1 "has no offload rule for it that flowbulk wrote" offload delete inet wiki f1
+fb_expect_failure 1 "Device or resource busy; used by:" flowtable delete inet wiki f1
+after=$(nft_json)
+check "a failed offload delete and flowtable delete changed nothing" unchanged
+fb offload delete inet fw ft
+only_the_operators_rule() {
+	nft_json | jq -e '[.nftables[] | select(.rule) | .rule | select(.table == "fw")] |
+		length == 1 and (.[0] | has("comment") | not) and
+		.[0].expr[0].match.right == "tcp" and .[0].expr[1].flow.flowtable == "@ft"' \
+		>/dev/null
+}
+check "offload delete took flowbulk's two rules and left the operator's" only_the_operators_rule
+
+fb table delete inet wiki
 fb table delete inet fw
 fb table delete ip plain
 empty() { [ "$(nft_json | jq '[.nftables[] | select(.table)] | length')" = 0 ]; }

@@ -180,7 +180,34 @@ void flowtable_add(Invocation& invocation, Arguments& arguments) {
 void flowtable_delete(Invocation& invocation, Arguments& arguments) {
   const FlowtableRef ref = parse_flowtable_ref(arguments);
   arguments.expect_end();
-  run_nft(invocation, flowtable_delete_commands(ref), "cannot delete flowtable " + ref.to_string());
+  const std::string context = "cannot delete flowtable " + ref.to_string();
+  try {
+    run_nft(invocation, flowtable_delete_commands(ref), context);
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    if (message.find("Device or resource busy") == std::string::npos) {
+      throw;
+    }
+    // EBUSY: rules still refer to it. Name them; a failure to read them
+    // leaves nft's message as it is.
+    std::string users;
+    try {
+      NftClient nft = open_nft(invocation);
+      for (const OffloadRule& rule : read_offload_rules(invocation, nft, ref.family, ref.table)) {
+        if (rule.flowtable == ref.flowtable) {
+          users += "\n  chain " + rule.chain + ": " + offload_rule_text(rule);
+        }
+      }
+    } catch (const Error&) {
+      throw error;
+    }
+    if (users.empty()) {
+      throw;
+    }
+    throw Error(message + "; used by:" + users +
+                    "\n(flowbulk offload delete removes the rules flowbulk wrote)",
+                error.sys_errno(), error.extack(), error.exit_code());
+  }
   detach_quietly(invocation, ref);
   emit_done(invocation);
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // flowbulk offload: the forward-chain rules that offload flows to a flowtable.
+#include <libnftnl/udata.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 
@@ -23,12 +24,6 @@ namespace flowbulk {
 
 namespace {
 
-std::string protocol_name(uint8_t protocol) {
-  return protocol == IPPROTO_TCP   ? "tcp"
-         : protocol == IPPROTO_UDP ? "udp"
-                                   : std::to_string(protocol);
-}
-
 uint64_t parse_handle(const std::string& word) {
   // Digits only: strtoull would take " 5", "+5" and "-1".
   if (word.empty() || word.size() > 20 ||
@@ -44,8 +39,8 @@ uint64_t parse_handle(const std::string& word) {
 }
 
 // What an offload rule offloads: "tcp", "udp" (a number for another
-// protocol), "tcp,udp" for a set of them, "all" when it matches nothing
-// before `flow add`, "other" when it matches something else.
+// protocol), "tcp,udp" for a set of them, "all" when it matches no
+// protocol before `flow add`, "other" when it matches something else.
 std::string offload_proto_text(const OffloadRule& rule) {
   switch (rule.match) {
     case OffloadMatch::kAll:
@@ -62,6 +57,12 @@ std::string offload_proto_text(const OffloadRule& rule) {
   return text;
 }
 
+// PROTO in the text listing: "tcp,udp", or "ipv4 tcp,udp" for an IPv4-only match.
+std::string offload_proto_column(const OffloadRule& rule) {
+  return (rule.ip_version == IpVersion::kAny ? "" : ip_version_text(rule.ip_version) + " ") +
+         offload_proto_text(rule);
+}
+
 Json offload_rule_json(const OffloadRule& rule) {
   return Json{{"family", family_name(rule.family)},
               {"table", rule.table},
@@ -69,25 +70,10 @@ Json offload_rule_json(const OffloadRule& rule) {
               {"handle", rule.handle},
               {"flowtable", rule.flowtable},
               {"proto", offload_proto_text(rule)},
-              {"counter", rule.counter}};
-}
-
-// The rule as nft writes it, as far as flowbulk reads it.
-std::string offload_rule_text(const OffloadRule& rule) {
-  std::string match;
-  if (rule.match == OffloadMatch::kOther) {
-    match = "... ";
-  } else if (rule.match == OffloadMatch::kProtocols && rule.protocols.size() == 1) {
-    match = "meta l4proto " + protocol_name(rule.protocols[0]) + " ";
-  } else if (rule.match == OffloadMatch::kProtocols) {
-    std::string names;
-    for (uint8_t protocol : rule.protocols) {
-      names += (names.empty() ? "" : ", ") + protocol_name(protocol);
-    }
-    match = "meta l4proto { " + names + " } ";
-  }
-  return match + (rule.counter ? "counter " : "") + "flow add @" + rule.flowtable + " (handle " +
-         std::to_string(rule.handle) + ")";
+              {"nfproto", ip_version_text(rule.ip_version)},
+              {"counter", rule.counter},
+              {"comment", rule.comment.empty() ? Json() : Json(rule.comment)},
+              {"flowbulk", rule.marked()}};
 }
 
 // `proto`, `counter`, `chain`, `position` after FAMILY TABLE FLOWTABLE.
@@ -140,9 +126,6 @@ OffloadSpec parse_offload_spec(Arguments& arguments, bool adding) {
       spec.counter = true;
     }
   }
-  if (!adding && !chain_given) {
-    spec.chain.clear();  // delete: every chain of the table
-  }
   return spec;
 }
 
@@ -180,6 +163,16 @@ NftnlRulePtr offload_rule(const OffloadSpec& spec, uint8_t protocol) {
   }
   nftnl_expr* flow = add("flow_offload");
   nftnl_expr_set_str(flow, NFTNL_EXPR_FLOW_TABLE_NAME, ref.flowtable.c_str());
+  // The marker, as nft stores `comment "..."`: a NUL-terminated string in
+  // the rule's user data, type NFTNL_UDATA_RULE_COMMENT.
+  std::unique_ptr<nftnl_udata_buf, decltype(&nftnl_udata_buf_free)> userdata(
+      nftnl_udata_buf_alloc(NFT_USERDATA_MAXLEN), nftnl_udata_buf_free);
+  if (!userdata ||
+      !nftnl_udata_put_strz(userdata.get(), NFTNL_UDATA_RULE_COMMENT, kOffloadMarker)) {
+    throw Error("out of memory", ENOMEM);
+  }
+  nftnl_rule_set_data(rule.get(), NFTNL_RULE_USERDATA, nftnl_udata_buf_data(userdata.get()),
+                      nftnl_udata_buf_len(userdata.get()));
   return rule;
 }
 
@@ -199,10 +192,20 @@ NftnlChainPtr forward_chain(const FlowtableRef& ref, const std::string& name) {
   return chain;
 }
 
-// What offload add decides on, read from the kernel.
-OffloadView read_offload_view(NftClient& nft, const OffloadSpec& spec) {
+// What offload add decides on, read from the kernel: the table's owner,
+// the flowtable, the chains, and the rules of those it may write to.
+OffloadView read_offload_view(Invocation& invocation, NftClient& nft, const OffloadSpec& spec) {
   const FlowtableRef& ref = spec.flowtable;
   OffloadView view;
+  const std::optional<TableInfo> table = nft.find_table(ref.family, ref.table);
+  if (!table) {
+    return view;  // and so no flowtable either
+  }
+  if ((table->flags & NFT_TABLE_F_OWNER) != 0) {
+    // flowbulk owns no table: its libnftables loads end with their socket.
+    view.owner = owner_text(invocation, table->owner);
+    return view;
+  }
   const auto flowtables = nft.list_flowtables(ref.family);
   view.flowtable_exists =
       std::any_of(flowtables.begin(), flowtables.end(), [&ref](const NftnlFlowtablePtr& found) {
@@ -214,12 +217,18 @@ OffloadView read_offload_view(NftClient& nft, const OffloadSpec& spec) {
   if (!view.flowtable_exists) {
     return view;
   }
-  view.chain = nft.find_chain(ref.family, ref.table, spec.chain);
-  if (view.chain) {
-    if (spec.handle != 0) {
-      view.handles = nft.rule_handles(ref.family, ref.table, spec.chain);
+  for (ChainInfo& info : nft.list_chains(ref.family, ref.table)) {
+    ChainView chain{.info = std::move(info), .handles = {}, .rules = {}};
+    const bool candidate = spec.chain.empty()
+                               ? chain.info.base && chain.info.hooknum == NF_INET_FORWARD
+                               : chain.info.name == spec.chain;
+    if (candidate) {
+      if (auto listed = read_chain_rules(invocation, ref.family, ref.table, chain.info.name)) {
+        chain.handles = std::move(listed->handles);
+        chain.rules = std::move(listed->rules);
+      }
     }
-    view.rules = nft.list_offload_rules(ref.family, ref.table, spec.chain);
+    view.chains.push_back(std::move(chain));
   }
   return view;
 }
@@ -232,15 +241,15 @@ OffloadView read_offload_view(NftClient& nft, const OffloadSpec& spec) {
 // generation of the ruleset: two offload add runs at once add each rule
 // once, and a rule another writer puts next to the handle we place ours by
 // cannot come between.
-OffloadResult add_offload(NftClient& nft, const OffloadSpec& asked, const std::string& context,
-                          Environment& env) {
+OffloadResult add_offload(Invocation& invocation, NftClient& nft, const OffloadSpec& asked,
+                          const std::string& context) {
   // Another writer committing between our reads and our write makes the
   // kernel refuse the write (ERESTART): we read again, after a wait.
-  GenerationRetry retry(env);
+  GenerationRetry retry(invocation.env);
   while (true) {
     try {
       const uint32_t generation = nft.generation();
-      const OffloadPlan plan = plan_offload(asked, read_offload_view(nft, asked));
+      const OffloadPlan plan = plan_offload(asked, read_offload_view(invocation, nft, asked));
       OffloadResult result{.chain_created = false, .added = {}, .present = plan.present};
       if (plan.empty()) {
         if (nft.generation() != generation && retry.again()) {
@@ -266,7 +275,9 @@ OffloadResult add_offload(NftClient& nft, const OffloadSpec& asked, const std::s
                                            .flowtable = spec.flowtable.flowtable,
                                            .match = OffloadMatch::kProtocols,
                                            .protocols = {plan.send[i]},
-                                           .counter = spec.counter});
+                                           .ip_version = IpVersion::kAny,
+                                           .counter = spec.counter,
+                                           .comment = kOffloadMarker});
       }
       if (plan.reversed) {
         std::reverse(result.added.begin(), result.added.end());  // chain order
@@ -289,13 +300,15 @@ OffloadResult add_offload(NftClient& nft, const OffloadSpec& asked, const std::s
 void offload_add(Invocation& invocation, Arguments& arguments) {
   const OffloadSpec spec = parse_offload_spec(arguments, true);
   NftClient nft = open_nft(invocation);
-  std::string context = "cannot add offload rule for flowtable " + spec.flowtable.to_string() +
-                        " in chain " + spec.chain;
+  std::string context = "cannot add offload rule for flowtable " + spec.flowtable.to_string();
+  if (!spec.chain.empty()) {
+    context += " in chain " + spec.chain;
+  }
   if (spec.handle != 0) {
     context += std::string(spec.position == RulePosition::kAfter ? " after" : " before") +
                " rule handle " + std::to_string(spec.handle);
   }
-  const OffloadResult result = add_offload(nft, spec, context, invocation.env);
+  const OffloadResult result = add_offload(invocation, nft, spec, context);
   const bool changed = !result.added.empty() || result.chain_created;
   if (invocation.options.json) {
     Json added = Json::array();
@@ -330,7 +343,8 @@ void offload_list(Invocation& invocation, Arguments& arguments) {
   arguments.expect_end();
   std::vector<OffloadRule> rules;
   try {
-    rules = open_nft(invocation).list_offload_rules(family, table);
+    NftClient nft = open_nft(invocation);
+    rules = read_offload_rules(invocation, nft, family, table);
   } catch (const Error& error) {
     fail_with_context(error, "cannot list offload rules");
   }
@@ -348,10 +362,12 @@ void offload_list(Invocation& invocation, Arguments& arguments) {
                   {"PROTO"},
                   {"FLOWTABLE"},
                   {"COUNTER"},
-                  {"HANDLE", TextTable::Align::kRight}});
+                  {"HANDLE", TextTable::Align::kRight},
+                  {"COMMENT"}});
   for (const OffloadRule& rule : rules) {
-    text.add_row({family_name(rule.family), rule.table, rule.chain, offload_proto_text(rule),
-                  rule.flowtable, rule.counter ? "yes" : "no", std::to_string(rule.handle)});
+    text.add_row({family_name(rule.family), rule.table, rule.chain, offload_proto_column(rule),
+                  rule.flowtable, rule.counter ? "yes" : "no", std::to_string(rule.handle),
+                  rule.comment.empty() ? "-" : rule.comment});
   }
   if (!text.empty()) {
     text.print(invocation.env.out);
@@ -359,17 +375,29 @@ void offload_list(Invocation& invocation, Arguments& arguments) {
 }
 
 // The offload rules `offload delete` removes, as the ruleset is now.
-std::vector<OffloadRule> offload_rules_to_delete(NftClient& nft, const OffloadSpec& spec) {
+// The offload rules of spec's flowtable that offload_delete removes, and
+// in @left those it leaves: only the rules flowbulk wrote (they carry its
+// comment) go, as another writer's offload rule may also count, accept or
+// limit packets; with a protocol, those that offload only that protocol
+// (not a set whose other protocols would go too).
+std::vector<OffloadRule> offload_rules_to_delete(Invocation& invocation, NftClient& nft,
+                                                 const OffloadSpec& spec,
+                                                 std::vector<OffloadRule>& left) {
   const FlowtableRef& ref = spec.flowtable;
   std::vector<OffloadRule> victims;
-  for (OffloadRule& rule : nft.list_offload_rules(ref.family, ref.table, spec.chain)) {
-    // Without a protocol, every rule that offloads to the flowtable; with
-    // one, the rules that offload only that protocol (not a set whose
-    // other protocols would go too).
+  left.clear();
+  for (OffloadRule& rule : read_offload_rules(invocation, nft, ref.family, ref.table, spec.chain)) {
+    if (rule.flowtable != ref.flowtable ||
+        std::any_of(victims.begin(), victims.end(),
+                    [&rule](const OffloadRule& seen) { return seen.handle == rule.handle; })) {
+      continue;
+    }
     const bool protocol_matches =
         spec.protocol == OffloadProtocol::kAll ||
         rule.is_only(spec.protocol == OffloadProtocol::kTcp ? IPPROTO_TCP : IPPROTO_UDP);
-    if (rule.flowtable == ref.flowtable && protocol_matches) {
+    if (!rule.marked()) {
+      left.push_back(std::move(rule));
+    } else if (protocol_matches) {
       victims.push_back(std::move(rule));
     }
   }
@@ -381,6 +409,7 @@ void offload_delete(Invocation& invocation, Arguments& arguments) {
   const FlowtableRef& ref = spec.flowtable;
   const std::string context = "cannot delete offload rules of flowtable " + ref.to_string();
   std::vector<OffloadRule> victims;
+  std::vector<OffloadRule> left;  // offload rules for the flowtable flowbulk did not write
   // By handle, in one transaction, guarded by the generation the listing
   // saw: a table deleted and made again in between numbers its rules from
   // 1 again, and a stale handle would delete whatever rule got it. When
@@ -388,10 +417,17 @@ void offload_delete(Invocation& invocation, Arguments& arguments) {
   GenerationRetry retry(invocation.env);
   try {
     NftClient nft = open_nft(invocation);
+    if (const auto table = nft.find_table(ref.family, ref.table);
+        table && (table->flags & NFT_TABLE_F_OWNER) != 0) {
+      throw Error("table " + table_text(ref.family, ref.table) + " is owned by " +
+                      owner_text(invocation, table->owner) +
+                      " (flags owner): only that process may change it",
+                  EPERM);
+    }
     while (true) {
       try {
         const uint32_t generation = nft.generation();
-        victims = offload_rules_to_delete(nft, spec);
+        victims = offload_rules_to_delete(invocation, nft, spec, left);
         if (victims.empty()) {
           if (nft.generation() != generation && retry.again()) {
             continue;  // the listing may straddle a change: list again
@@ -419,20 +455,39 @@ void offload_delete(Invocation& invocation, Arguments& arguments) {
   } catch (const Error& error) {
     fail_with_context(error, context);
   }
+  auto left_text = [&left] {
+    std::string text;
+    for (const OffloadRule& rule : left) {
+      text += "\n  chain " + rule.chain + ": " + offload_rule_text(rule);
+    }
+    return text;
+  };
   if (victims.empty()) {
-    throw Error(
-        context + ": " +
-            (spec.chain.empty() ? "table " + table_text(ref.family, ref.table)
-                                : "chain " + table_text(ref.family, ref.table) + " " + spec.chain) +
-            " has no offload rule for it",
-        ENOENT);
+    const std::string where = spec.chain.empty()
+                                  ? "table " + table_text(ref.family, ref.table)
+                                  : "chain " + table_text(ref.family, ref.table) + " " + spec.chain;
+    if (left.empty()) {
+      throw Error(context + ": " + where + " has no offload rule for it", ENOENT);
+    }
+    throw Error(context + ": " + where +
+                    " has no offload rule for it that flowbulk wrote (comment \"" + kOffloadMarker +
+                    "\"); delete these with nft:" + left_text(),
+                ENOENT);
   }
   if (invocation.options.json) {
     Json list = Json::array();
     for (const OffloadRule& rule : victims) {
       list.push_back(offload_rule_json(rule));
     }
-    emit_json(invocation, Json{{"deleted", list}});
+    Json kept = Json::array();
+    for (const OffloadRule& rule : left) {
+      kept.push_back(offload_rule_json(rule));
+    }
+    emit_json(invocation, Json{{"deleted", list}, {"left", kept}});
+    return;
+  }
+  if (!left.empty()) {
+    invocation.env.out << "left, not written by flowbulk:" << left_text() << "\n";
   }
 }
 
@@ -446,11 +501,13 @@ const char* offload_usage() {
          "       flowbulk offload delete FAMILY TABLE FLOWTABLE [ proto { tcp | udp | all } ]\n"
          "                               [ chain NAME ]\n"
          "       flowbulk offload list [ FAMILY [ TABLE ] ]\n"
-         "add creates the chain NAME (default \"forward\": type filter hook forward priority\n"
-         "0) only if it does not exist, and never changes an existing chain's policy or\n"
-         "rules. It inserts `meta l4proto P [counter] flow add @FLOWTABLE` per protocol\n"
-         "that no rule of the chain offloads yet, at the top by default: offloaded flows\n"
-         "skip the chain's later rules.\n";
+         "add uses the table's base chain at hook forward, whatever its name, or the\n"
+         "chain NAME; it creates \"forward\" (type filter hook forward priority 0) only\n"
+         "if there is none, and never changes an existing chain's policy or rules. It\n"
+         "inserts `meta l4proto P [counter] flow add @FLOWTABLE comment \"flowbulk\"` per\n"
+         "protocol that no rule of the chain offloads yet, at the top by default:\n"
+         "offloaded flows skip the chain's later rules. delete removes only rules with\n"
+         "that comment.\n";
 }
 
 void do_offload(Invocation& invocation, Arguments& arguments) {

@@ -25,6 +25,10 @@ class RulesetEngine {
   // commands accepted, and what they create echoed with its handle
   // (`nft -e`).
   virtual Result run_commands(const std::string& commands, bool json) = 0;
+  // nft JSON commands that list (`nft -j -a -t -p`): the output is nft's
+  // JSON listing, with handles, without the elements of named sets, and
+  // with layer 4 protocols as numbers.
+  virtual Result list_json(const std::string& commands) = 0;
   // `nft -f` of a ruleset held in memory; error locations name
   // `display_name` with the line and column in `ruleset`. `json`: the
   // ruleset is nft JSON (`nft -j -f`).
@@ -52,6 +56,9 @@ struct Environment {
   std::function<double()> monotonic_seconds;
   // Wall clock as "HH:MM:SS" for monitor lines.
   std::function<std::string()> clock_text;
+  // The process holding the netlink socket with this port id, as
+  // "process PID (COMM)"; empty when none is found.
+  std::function<std::string(uint32_t portid)> netlink_owner = {};
 };
 
 // The real process environment (stdout, sockets, if_nametoindex, ...).

@@ -6,7 +6,10 @@
 #include <cmath>
 #include <csignal>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "environment.h"
 #include "nftables_engine.h"
@@ -57,6 +60,52 @@ std::string local_time_text() {
   return text;
 }
 
+// What nft's listing calls the table's "progname": /proc/net/netlink gives
+// the socket inode of a port id, a process's fd links name the inode.
+std::string netlink_owner(uint32_t portid) {
+  constexpr int kNetlinkNetfilter = 12;
+  std::ifstream sockets("/proc/net/netlink");
+  std::string line;
+  std::getline(sockets, line);  // the header
+  std::string inode;
+  while (inode.empty() && std::getline(sockets, line)) {
+    std::istringstream fields(line);
+    std::string address;
+    int protocol = -1;
+    uint64_t port = 0;
+    std::string skip;
+    fields >> address >> protocol >> port;
+    for (int column = 0; column < 6; ++column) {
+      fields >> skip;  // groups, rmem, wmem, dump, locks, drops
+    }
+    std::string found;
+    if (fields >> found && protocol == kNetlinkNetfilter && port == portid) {
+      inode = found;
+    }
+  }
+  if (inode.empty()) {
+    return {};
+  }
+  const std::string target = "socket:[" + inode + "]";
+  std::error_code error;
+  for (const auto& process : std::filesystem::directory_iterator("/proc", error)) {
+    const std::string pid = process.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::error_code fd_error;
+    for (const auto& fd : std::filesystem::directory_iterator(process.path() / "fd", fd_error)) {
+      std::error_code link_error;
+      if (std::filesystem::read_symlink(fd.path(), link_error) == target) {
+        std::string name;
+        std::getline(std::ifstream(process.path() / "comm"), name);
+        return "process " + pid + (name.empty() ? "" : " (" + name + ")");
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 RealEnvironment::RealEnvironment() : transports_(std::make_unique<MnlTransportFactory>()) {
@@ -77,6 +126,7 @@ RealEnvironment::RealEnvironment() : transports_(std::make_unique<MnlTransportFa
       .catch_interrupts = catch_interrupts,
       .monotonic_seconds = monotonic_now,
       .clock_text = local_time_text,
+      .netlink_owner = netlink_owner,
   });
 }
 

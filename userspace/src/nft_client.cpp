@@ -62,139 +62,61 @@ std::vector<NftnlFlowtablePtr> NftClient::list_flowtables(std::optional<uint8_t>
 
 namespace {
 
-// A dumped rule that ends in `flow add @FT`, and the anonymous set whose
-// protocols it matches, still to be read (empty when none).
-struct OffloadCandidate {
-  OffloadRule rule;
-  std::string set;
-};
-
-std::string expression_name(const nftnl_expr* expr) {
-  return text_or_empty(nftnl_expr_get_str(expr, NFTNL_EXPR_NAME));
-}
-
-// What `meta l4proto` followed by `test` matches: one protocol (cmp ==),
-// an anonymous set's (lookup, into `set`), or something else.
-void read_protocol_match(const nftnl_expr* meta, const nftnl_expr* test, OffloadCandidate& found) {
-  if (expression_name(meta) != "meta" ||
-      nftnl_expr_get_u32(meta, NFTNL_EXPR_META_KEY) != NFT_META_L4PROTO) {
-    return;
-  }
-  const uint32_t reg = nftnl_expr_get_u32(meta, NFTNL_EXPR_META_DREG);
-  if (expression_name(test) == "cmp") {
-    uint32_t length = 0;
-    const auto* data =
-        static_cast<const uint8_t*>(nftnl_expr_get(test, NFTNL_EXPR_CMP_DATA, &length));
-    if (nftnl_expr_get_u32(test, NFTNL_EXPR_CMP_OP) == NFT_CMP_EQ &&
-        nftnl_expr_get_u32(test, NFTNL_EXPR_CMP_SREG) == reg && data != nullptr && length == 1) {
-      found.rule.match = OffloadMatch::kProtocols;
-      found.rule.protocols = {data[0]};
-    }
-  } else if (expression_name(test) == "lookup") {
-    // Not `!= { ... }` and not a map.
-    const bool inverted =
-        nftnl_expr_is_set(test, NFTNL_EXPR_LOOKUP_FLAGS) &&
-        (nftnl_expr_get_u32(test, NFTNL_EXPR_LOOKUP_FLAGS) & NFT_LOOKUP_F_INV) != 0;
-    if (nftnl_expr_get_u32(test, NFTNL_EXPR_LOOKUP_SREG) == reg && !inverted &&
-        !nftnl_expr_is_set(test, NFTNL_EXPR_LOOKUP_DREG)) {
-      found.set = text_or_empty(nftnl_expr_get_str(test, NFTNL_EXPR_LOOKUP_SET));
-    }
-  }
-}
-
-// Any rule whose last expression is `flow add @FT`, or nullopt. Counters
-// are noted wherever they are; what the rest matches is kAll (nothing),
-// kProtocols (`meta l4proto P`; with a set, once its elements are read) or
-// kOther.
-std::optional<OffloadCandidate> as_offload_rule(const nftnl_rule* rule) {
-  std::vector<const nftnl_expr*> expressions;
+// Whether a dumped rule holds a flow_offload expression (`flow add @FT`).
+bool has_flow_offload(const nftnl_rule* rule) {
   nftnl_expr_iter* iter = nftnl_expr_iter_create(rule);
   if (iter == nullptr) {
-    return std::nullopt;
-  }
-  for (nftnl_expr* expr = nftnl_expr_iter_next(iter); expr != nullptr;
-       expr = nftnl_expr_iter_next(iter)) {
-    expressions.push_back(expr);
-  }
-  nftnl_expr_iter_destroy(iter);
-  if (expressions.empty() || expression_name(expressions.back()) != "flow_offload") {
-    return std::nullopt;
-  }
-  OffloadCandidate found;
-  found.rule = OffloadRule{
-      .family = static_cast<uint8_t>(nftnl_rule_get_u32(rule, NFTNL_RULE_FAMILY)),
-      .table = text_or_empty(nftnl_rule_get_str(rule, NFTNL_RULE_TABLE)),
-      .chain = text_or_empty(nftnl_rule_get_str(rule, NFTNL_RULE_CHAIN)),
-      .handle = nftnl_rule_get_u64(rule, NFTNL_RULE_HANDLE),
-      .flowtable =
-          text_or_empty(nftnl_expr_get_str(expressions.back(), NFTNL_EXPR_FLOW_TABLE_NAME)),
-      .match = OffloadMatch::kOther,
-      .protocols = {},
-      .counter = false,
-  };
-  std::vector<const nftnl_expr*> matches;
-  for (size_t i = 0; i + 1 < expressions.size(); ++i) {
-    if (expression_name(expressions[i]) == "counter") {
-      found.rule.counter = true;
-    } else {
-      matches.push_back(expressions[i]);
-    }
-  }
-  if (matches.empty()) {
-    found.rule.match = OffloadMatch::kAll;
-  } else if (matches.size() == 2) {
-    read_protocol_match(matches[0], matches[1], found);
-  }
-  return found;
-}
-
-std::vector<uint8_t> build_set_request(NetlinkChannel& channel, uint16_t message_type,
-                                       uint8_t family, const std::string& table,
-                                       const std::string& set) {
-  std::vector<uint8_t> buffer(MNL_SOCKET_BUFFER_SIZE);
-  nlmsghdr* message = nftnl_nlmsg_build_hdr(reinterpret_cast<char*>(buffer.data()), message_type,
-                                            family, NLM_F_DUMP, channel.next_sequence());
-  NftnlSetPtr filter(nftnl_set_alloc());
-  if (!filter) {
     throw Error("out of memory", ENOMEM);
   }
-  nftnl_set_set_str(filter.get(), NFTNL_SET_TABLE, table.c_str());
-  if (message_type == NFT_MSG_GETSETELEM) {
-    nftnl_set_set_str(filter.get(), NFTNL_SET_NAME, set.c_str());
-    nftnl_set_elems_nlmsg_build_payload(message, filter.get());
-  } else {
-    nftnl_set_nlmsg_build_payload(message, filter.get());
+  bool found = false;
+  for (nftnl_expr* expr = nftnl_expr_iter_next(iter); expr != nullptr && !found;
+       expr = nftnl_expr_iter_next(iter)) {
+    found = text_or_empty(nftnl_expr_get_str(expr, NFTNL_EXPR_NAME)) == "flow_offload";
   }
-  buffer.resize(message->nlmsg_len);
-  return buffer;
+  nftnl_expr_iter_destroy(iter);
+  return found;
 }
 
 }  // namespace
 
-std::optional<ChainInfo> NftClient::find_chain(uint8_t family, const std::string& table,
-                                               const std::string& name) {
-  std::optional<ChainInfo> found;
-  // The kernel's chain dump has no table filter: the family's chains, ours
-  // picked out.
+std::optional<TableInfo> NftClient::find_table(uint8_t family, const std::string& name) {
+  std::optional<TableInfo> found;
+  for (const NftnlTablePtr& table : list_tables(family)) {
+    if (name == text_or_empty(nftnl_table_get_str(table.get(), NFTNL_TABLE_NAME))) {
+      TableInfo info;
+      if (nftnl_table_is_set(table.get(), NFTNL_TABLE_FLAGS)) {
+        info.flags = nftnl_table_get_u32(table.get(), NFTNL_TABLE_FLAGS);
+      }
+      if (nftnl_table_is_set(table.get(), NFTNL_TABLE_OWNER)) {
+        info.owner = nftnl_table_get_u32(table.get(), NFTNL_TABLE_OWNER);
+      }
+      found = info;
+    }
+  }
+  return found;
+}
+
+std::vector<ChainInfo> NftClient::list_chains(uint8_t family, const std::string& table) {
+  std::vector<ChainInfo> chains;
+  // Filtered here too: the kernel's chain dump may ignore the table.
   channel_.transact(
       build_dump_request(channel_, NFT_MSG_GETCHAIN, family), [&](const nlmsghdr& reply) {
         NftnlChainPtr chain(nftnl_chain_alloc());
         if (!chain || nftnl_chain_nlmsg_parse(&reply, chain.get()) < 0 ||
-            table != text_or_empty(nftnl_chain_get_str(chain.get(), NFTNL_CHAIN_TABLE)) ||
-            name != text_or_empty(nftnl_chain_get_str(chain.get(), NFTNL_CHAIN_NAME))) {
+            table != text_or_empty(nftnl_chain_get_str(chain.get(), NFTNL_CHAIN_TABLE))) {
           return;
         }
         ChainInfo info;
-        info.name = name;
+        info.name = text_or_empty(nftnl_chain_get_str(chain.get(), NFTNL_CHAIN_NAME));
         info.handle = nftnl_chain_get_u64(chain.get(), NFTNL_CHAIN_HANDLE);
         info.base = nftnl_chain_is_set(chain.get(), NFTNL_CHAIN_HOOKNUM);
         info.type = text_or_empty(nftnl_chain_get_str(chain.get(), NFTNL_CHAIN_TYPE));
         info.hooknum = nftnl_chain_get_u32(chain.get(), NFTNL_CHAIN_HOOKNUM);
         info.priority = nftnl_chain_get_s32(chain.get(), NFTNL_CHAIN_PRIO);
         info.policy = nftnl_chain_get_u32(chain.get(), NFTNL_CHAIN_POLICY);
-        found = std::move(info);
+        chains.push_back(std::move(info));
       });
-  return found;
+  return chains;
 }
 
 void NftClient::dump_rules(std::optional<uint8_t> family, const std::string& table,
@@ -232,116 +154,25 @@ void NftClient::dump_rules(std::optional<uint8_t> family, const std::string& tab
   });
 }
 
-bool OffloadRule::offloads(uint8_t protocol) const {
-  return match == OffloadMatch::kAll ||
-         (match == OffloadMatch::kProtocols &&
-          std::find(protocols.begin(), protocols.end(), protocol) != protocols.end());
-}
-
-std::optional<std::vector<uint8_t>> NftClient::protocol_set(uint8_t family,
-                                                            const std::string& table,
-                                                            const std::string& set) {
-  // Only an anonymous set is what the rule says: a named one can change
-  // under it. Its keys must be single protocol numbers, no ranges, no map.
-  bool usable = false;
-  channel_.transact(build_set_request(channel_, NFT_MSG_GETSET, family, table, set),
-                    [&](const nlmsghdr& reply) {
-                      NftnlSetPtr found(nftnl_set_alloc());
-                      if (!found || nftnl_set_nlmsg_parse(&reply, found.get()) < 0 ||
-                          table != text_or_empty(nftnl_set_get_str(found.get(), NFTNL_SET_TABLE)) ||
-                          set != text_or_empty(nftnl_set_get_str(found.get(), NFTNL_SET_NAME))) {
-                        return;
-                      }
-                      const uint32_t flags = nftnl_set_get_u32(found.get(), NFTNL_SET_FLAGS);
-                      usable = (flags & NFT_SET_ANONYMOUS) != 0 &&
-                               (flags & (NFT_SET_INTERVAL | NFT_SET_MAP | NFT_SET_OBJECT)) == 0 &&
-                               nftnl_set_get_u32(found.get(), NFTNL_SET_KEY_LEN) == 1;
-                    });
-  if (!usable) {
-    return std::nullopt;
-  }
-  std::vector<uint8_t> protocols;
-  bool plain = true;
-  channel_.transact(
-      build_set_request(channel_, NFT_MSG_GETSETELEM, family, table, set),
-      [&](const nlmsghdr& reply) {
-        NftnlSetPtr elements(nftnl_set_alloc());
-        if (!elements || nftnl_set_elems_nlmsg_parse(&reply, elements.get()) < 0) {
-          plain = false;
-          return;
-        }
-        nftnl_set_elems_iter* iter = nftnl_set_elems_iter_create(elements.get());
-        if (iter == nullptr) {
-          plain = false;
-          return;
-        }
-        for (nftnl_set_elem* element = nftnl_set_elems_iter_next(iter); element != nullptr;
-             element = nftnl_set_elems_iter_next(iter)) {
-          uint32_t length = 0;
-          const auto* key =
-              static_cast<const uint8_t*>(nftnl_set_elem_get(element, NFTNL_SET_ELEM_KEY, &length));
-          // An interval end or a catch-all element is not one protocol.
-          const bool flagged = nftnl_set_elem_is_set(element, NFTNL_SET_ELEM_FLAGS) &&
-                               nftnl_set_elem_get_u32(element, NFTNL_SET_ELEM_FLAGS) != 0;
-          if (key == nullptr || length != 1 || flagged) {
-            plain = false;
-          } else {
-            protocols.push_back(key[0]);
-          }
-        }
-        nftnl_set_elems_iter_destroy(iter);
-      });
-  if (!plain || protocols.empty()) {
-    return std::nullopt;
-  }
-  std::sort(protocols.begin(), protocols.end());
-  protocols.erase(std::unique(protocols.begin(), protocols.end()), protocols.end());
-  return protocols;
-}
-
-std::vector<OffloadRule> NftClient::list_offload_rules(std::optional<uint8_t> family,
-                                                       const std::string& table,
-                                                       const std::string& chain) {
-  std::vector<OffloadCandidate> candidates;
-  dump_rules(family, table, chain, [&candidates](const nftnl_rule& rule) {
-    if (auto offload = as_offload_rule(&rule)) {
-      candidates.push_back(std::move(*offload));
+std::vector<ChainRef> NftClient::offload_chains(std::optional<uint8_t> family,
+                                                const std::string& table,
+                                                const std::string& chain) {
+  std::vector<ChainRef> chains;
+  dump_rules(family, table, chain, [&chains](const nftnl_rule& rule) {
+    if (!has_flow_offload(&rule)) {
+      return;
+    }
+    ChainRef found{.family = static_cast<uint8_t>(nftnl_rule_get_u32(&rule, NFTNL_RULE_FAMILY)),
+                   .table = text_or_empty(nftnl_rule_get_str(&rule, NFTNL_RULE_TABLE)),
+                   .chain = text_or_empty(nftnl_rule_get_str(&rule, NFTNL_RULE_CHAIN))};
+    const bool known = std::any_of(chains.begin(), chains.end(), [&found](const ChainRef& seen) {
+      return seen.family == found.family && seen.table == found.table && seen.chain == found.chain;
+    });
+    if (!known) {
+      chains.push_back(std::move(found));
     }
   });
-  // The sets' elements, once the rule dump is over: one set per
-  // `meta l4proto { ... }` rule, read once each.
-  std::map<std::tuple<uint8_t, std::string, std::string>, std::optional<std::vector<uint8_t>>> sets;
-  std::vector<OffloadRule> rules;
-  for (OffloadCandidate& candidate : candidates) {
-    if (!candidate.set.empty()) {
-      const auto key = std::make_tuple(candidate.rule.family, candidate.rule.table, candidate.set);
-      auto known = sets.find(key);
-      if (known == sets.end()) {
-        std::optional<std::vector<uint8_t>> protocols;
-        try {
-          protocols = protocol_set(candidate.rule.family, candidate.rule.table, candidate.set);
-        } catch (const KernelError&) {
-          // Gone since the rule dump (the rule with it): read as kOther.
-        }
-        known = sets.emplace(key, std::move(protocols)).first;
-      }
-      if (known->second) {
-        candidate.rule.match = OffloadMatch::kProtocols;
-        candidate.rule.protocols = *known->second;
-      }
-    }
-    rules.push_back(std::move(candidate.rule));
-  }
-  return rules;
-}
-
-std::vector<uint64_t> NftClient::rule_handles(uint8_t family, const std::string& table,
-                                              const std::string& chain) {
-  std::vector<uint64_t> handles;
-  dump_rules(family, table, chain, [&handles](const nftnl_rule& rule) {
-    handles.push_back(nftnl_rule_get_u64(&rule, NFTNL_RULE_HANDLE));
-  });
-  return handles;
+  return chains;
 }
 
 uint32_t NftClient::generation() {

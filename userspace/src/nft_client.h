@@ -9,6 +9,7 @@
 
 #include "flowtable_ref.h"
 #include "netlink_channel.h"
+#include "offload_rules.h"
 #include "raii.h"
 
 namespace flowbulk {
@@ -34,38 +35,11 @@ struct OffloadSpec {
   FlowtableRef flowtable;
   OffloadProtocol protocol = OffloadProtocol::kAll;
   bool counter = false;
-  std::string chain = "forward";  // offload delete: empty for every chain of the table
+  // Empty: add uses the table's base chain at hook forward (or creates
+  // "forward"), delete looks in every chain of the table.
+  std::string chain;
   RulePosition position = RulePosition::kTop;
   uint64_t handle = 0;  // for kAfter and kBefore
-};
-
-// What an offload rule matches before its `flow add`, as far as flowbulk
-// reads it (counters aside).
-enum class OffloadMatch {
-  kProtocols,  // `meta l4proto P` or `meta l4proto { P, ... }` (an anonymous set)
-  kAll,        // nothing: every packet that reaches the rule
-  kOther,      // anything else: addresses, devices, a named set, a range
-};
-
-// A rule whose last expression is `flow add @FLOWTABLE`, whoever wrote it and
-// whatever it matches first: offload add's own `meta l4proto P [counter]
-// flow add @FLOWTABLE`, nft's `meta l4proto { tcp, udp } flow add @ft`.
-struct OffloadRule {
-  uint8_t family = 0;
-  std::string table;
-  std::string chain;
-  uint64_t handle = 0;
-  std::string flowtable;
-  OffloadMatch match = OffloadMatch::kProtocols;
-  std::vector<uint8_t> protocols;  // kProtocols: IPPROTO_TCP, IPPROTO_UDP, ...
-  bool counter = false;
-
-  // Whether every packet of `protocol` that reaches the rule is offloaded.
-  bool offloads(uint8_t protocol) const;
-  // Only `meta l4proto PROTOCOL`.
-  bool is_only(uint8_t protocol) const {
-    return match == OffloadMatch::kProtocols && protocols == std::vector<uint8_t>{protocol};
-  }
 };
 
 // What add_offload did.
@@ -73,6 +47,19 @@ struct OffloadResult {
   bool chain_created = false;
   std::vector<OffloadRule> added;    // with the handles the kernel gave them
   std::vector<OffloadRule> present;  // already there: left as they are
+};
+
+// A table as the kernel lists it.
+struct TableInfo {
+  uint32_t flags = 0;  // NFT_TABLE_F_*
+  uint32_t owner = 0;  // with NFT_TABLE_F_OWNER: the owning socket's netlink port id
+};
+
+// A chain that holds rules with a flow_offload expression.
+struct ChainRef {
+  uint8_t family = 0;
+  std::string table;
+  std::string chain;
 };
 
 // A chain as the kernel lists it.
@@ -116,7 +103,8 @@ inline std::string text_or_empty(const char* text) {
 // libnftables instead (nft_commands.h), so that nft's parser, evaluator and
 // error messages apply; reading stays here because a dump is one request
 // per object type and carries what nft's listings leave out (use counts,
-// flag bits, the expressions of a rule as the kernel holds them). The one
+// flag bits, the table's owner). What a rule matches is the exception:
+// nft's JSON listing says it (offload_rules.h). The one
 // write here is commit(): a transaction guarded by the generation its
 // reads saw, which libnftables has no way to send (offload add, and every
 // delete by handle).
@@ -127,16 +115,15 @@ class NftClient {
   // family nullopt: every family.
   std::vector<NftnlTablePtr> list_tables(std::optional<uint8_t> family);
   std::vector<NftnlFlowtablePtr> list_flowtables(std::optional<uint8_t> family);
-  // The offload rules of a family (every family: nullopt), optionally of one
-  // table and chain.
-  std::vector<OffloadRule> list_offload_rules(std::optional<uint8_t> family,
-                                              const std::string& table = {},
-                                              const std::string& chain = {});
-  std::optional<ChainInfo> find_chain(uint8_t family, const std::string& table,
-                                      const std::string& name);
-  // The handles of every rule of a chain, in chain order.
-  std::vector<uint64_t> rule_handles(uint8_t family, const std::string& table,
-                                     const std::string& chain);
+  std::optional<TableInfo> find_table(uint8_t family, const std::string& name);
+  // Every chain of a table.
+  std::vector<ChainInfo> list_chains(uint8_t family, const std::string& table);
+  // The chains of a family (every family: nullopt), optionally of one table
+  // and chain, that hold a rule with a flow_offload expression anywhere in
+  // it, in dump order. What those rules match is read from nft's listing
+  // of the chain (offload_rules.h), not decoded here.
+  std::vector<ChainRef> offload_chains(std::optional<uint8_t> family, const std::string& table = {},
+                                       const std::string& chain = {});
 
   // The ruleset's generation id (NFT_MSG_GETGEN): it moves with every
   // committed transaction, whoever wrote it.
@@ -152,10 +139,6 @@ class NftClient {
   // A GETRULE dump of one table (and chain, when not empty).
   void dump_rules(std::optional<uint8_t> family, const std::string& table, const std::string& chain,
                   const std::function<void(const nftnl_rule&)>& each);
-  // The protocols of an anonymous set of single protocol numbers (what nft
-  // makes of `meta l4proto { tcp, udp }`); nullopt for any other set.
-  std::optional<std::vector<uint8_t>> protocol_set(uint8_t family, const std::string& table,
-                                                   const std::string& set);
 
   NetlinkChannel channel_;
 };

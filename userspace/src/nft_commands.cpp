@@ -37,6 +37,46 @@ Error GenerationRetry::exhausted() const {
                EAGAIN);
 }
 
+std::optional<ChainRules> read_chain_rules(Invocation& invocation, uint8_t family,
+                                           const std::string& table, const std::string& chain) {
+  Json target = nft_object(family, table);
+  target["name"] = chain;
+  const std::string context = "cannot list chain " + table_text(family, table) + " " + chain;
+  const RulesetEngine::Result listed = invocation.env.make_ruleset_engine()->list_json(
+      nft_document(Json::array({nft_command("list", "chain", target)}), context));
+  if (!listed.ok) {
+    if (listed.errors.find("No such file or directory") != std::string::npos) {
+      return std::nullopt;  // gone since the chain was seen
+    }
+    fail_nft(context, listed.errors);
+  }
+  const Json listing = Json::parse(listed.output, nullptr, false);
+  if (listing.is_discarded()) {
+    throw Error(context + ": libnftables printed no JSON listing", EPROTO);
+  }
+  return parse_chain_rules(listing);
+}
+
+std::vector<OffloadRule> read_offload_rules(Invocation& invocation, NftClient& nft,
+                                            std::optional<uint8_t> family, const std::string& table,
+                                            const std::string& chain) {
+  std::vector<OffloadRule> rules;
+  for (const ChainRef& found : nft.offload_chains(family, table, chain)) {
+    if (auto listed = read_chain_rules(invocation, found.family, found.table, found.chain)) {
+      for (OffloadRule& rule : listed->rules) {
+        rules.push_back(std::move(rule));
+      }
+    }
+  }
+  return rules;
+}
+
+std::string owner_text(Invocation& invocation, uint32_t portid) {
+  const std::string process =
+      invocation.env.netlink_owner ? invocation.env.netlink_owner(portid) : std::string();
+  return process.empty() ? "netlink port " + std::to_string(portid) : process;
+}
+
 std::string table_text(uint8_t family, const std::string& name) {
   return family_name(family) + " " + name;
 }

@@ -51,6 +51,25 @@ class GenerationRetry {
   double waited_ = 0;  // seconds
 };
 
+// One chain as nft lists it (`nft -j -a -t -p list chain`): its rule
+// handles and its offload rules; nullopt when the chain does not exist.
+std::optional<ChainRules> read_chain_rules(Invocation& invocation, uint8_t family,
+                                           const std::string& table, const std::string& chain);
+
+// The offload rules of a family (every family: nullopt), optionally of one
+// table and chain: the chains that hold a flow_offload expression are found
+// with a libnftnl dump, and only those are listed by libnftables. Not
+// `list ruleset` or `list table`: nft 1.0.6 prints a table's flags as
+// garbage in JSON (a use after free), which cuts the listing short.
+std::vector<OffloadRule> read_offload_rules(Invocation& invocation, NftClient& nft,
+                                            std::optional<uint8_t> family,
+                                            const std::string& table = {},
+                                            const std::string& chain = {});
+
+// "process 1234 (firewalld)" for a table owner's netlink port id, or
+// "netlink port N" when no process holds it any more.
+std::string owner_text(Invocation& invocation, uint32_t portid);
+
 // "FAMILY NAME", as messages name a table.
 std::string table_text(uint8_t family, const std::string& name);
 

@@ -38,6 +38,14 @@ class LibnftablesEngine final : public RulesetEngine {
     return collect(context.get(), nft_run_cmd_from_buffer(context.get(), commands.c_str()));
   }
 
+  Result list_json(const std::string& commands) override {
+    NftContextPtr context = make_context();
+    nft_ctx_output_set_flags(context.get(), NFT_CTX_OUTPUT_JSON | NFT_CTX_OUTPUT_HANDLE |
+                                                NFT_CTX_OUTPUT_TERSE |
+                                                NFT_CTX_OUTPUT_NUMERIC_PROTO);
+    return collect(context.get(), nft_run_cmd_from_buffer(context.get(), commands.c_str()));
+  }
+
   Result load_text(const std::string& ruleset, const std::string& display_name,
                    bool json) override {
     // libnftables prints line numbers only for files (a buffer is treated

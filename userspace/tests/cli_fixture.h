@@ -43,6 +43,10 @@ class FakeEngine final : public RulesetEngine {
     }
     return result;
   }
+  Result list_json(const std::string& commands) override {
+    state_.calls.push_back("list: " + commands);
+    return Result{.ok = false, .output = {}, .errors = "the fake libnftables lists nothing"};
+  }
   Result load_text(const std::string& ruleset, const std::string& display_name,
                    bool json) override {
     state_.calls.push_back(std::string(json ? "json text: " : "text: ") + display_name);

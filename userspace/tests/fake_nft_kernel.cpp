@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <libmnl/libmnl.h>
 #include <libnftnl/common.h>
+#include <libnftnl/udata.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
@@ -132,6 +133,55 @@ uint16_t table_filter_attribute(uint16_t type) {
   }
 }
 
+// The table a write message names (NFTA_*_TABLE, NFTA_TABLE_NAME), or empty.
+std::string table_named(const nlmsghdr& message) {
+  const uint16_t type = message.nlmsg_type & 0xff;
+  uint16_t wanted = 0;
+  switch (type) {
+    case NFT_MSG_NEWTABLE:
+    case NFT_MSG_DELTABLE:
+      wanted = NFTA_TABLE_NAME;
+      break;
+    case NFT_MSG_NEWCHAIN:
+    case NFT_MSG_DELCHAIN:
+      wanted = NFTA_CHAIN_TABLE;
+      break;
+    case NFT_MSG_NEWRULE:
+    case NFT_MSG_DELRULE:
+      wanted = NFTA_RULE_TABLE;
+      break;
+    case NFT_MSG_NEWSET:
+    case NFT_MSG_DELSET:
+      wanted = NFTA_SET_TABLE;
+      break;
+    case NFT_MSG_NEWSETELEM:
+    case NFT_MSG_DELSETELEM:
+      wanted = NFTA_SET_ELEM_LIST_TABLE;
+      break;
+    case NFT_MSG_NEWFLOWTABLE:
+    case NFT_MSG_DELFLOWTABLE:
+      wanted = NFTA_FLOWTABLE_TABLE;
+      break;
+    default:
+      return {};
+  }
+  struct Search {
+    uint16_t wanted;
+    std::string table;
+  } search{wanted, {}};
+  mnl_attr_parse(
+      &message, sizeof(nfgenmsg),
+      [](const nlattr* attribute, void* data) {
+        auto* found = static_cast<Search*>(data);
+        if (mnl_attr_get_type(attribute) == found->wanted) {
+          found->table = mnl_attr_get_str(attribute);
+        }
+        return MNL_CB_OK;
+      },
+      &search);
+  return search.table;
+}
+
 // The table a dump request is limited to (the kernel honours
 // NFTA_*_TABLE in a dump), or empty.
 std::string table_filter(const nlmsghdr& request) {
@@ -162,8 +212,12 @@ Datagram table_message(const FakeNftKernel::Table& table, const nlmsghdr& reques
   NftnlTablePtr object(nftnl_table_alloc());
   nftnl_table_set_str(object.get(), NFTNL_TABLE_NAME, table.name.c_str());
   nftnl_table_set_u64(object.get(), NFTNL_TABLE_HANDLE, table.handle);
-  nftnl_table_set_u32(object.get(), NFTNL_TABLE_FLAGS, 0);
+  nftnl_table_set_u32(object.get(), NFTNL_TABLE_FLAGS, table.flags);
   nftnl_table_nlmsg_build_payload(reply.header(), object.get());
+  if ((table.flags & NFT_TABLE_F_OWNER) != 0) {
+    // libnftnl builds no NFTA_TABLE_OWNER: only the kernel sends it.
+    mnl_attr_put_u32(reply.header(), NFTA_TABLE_OWNER, htonl(table.owner));
+  }
   return reply.datagram();
 }
 
@@ -266,6 +320,14 @@ class Transaction {
   int apply(const nlmsghdr& message) {
     const uint8_t family = family_of(message);
     const uint16_t flags = message.nlmsg_flags;
+    // nft_table_lookup(): a table with an owner takes writes from its
+    // owner's socket only, which is never this one.
+    const std::string named = table_named(message);
+    for (const FakeNftKernel::Table& owned : s_.tables) {
+      if (owned.family == family && owned.name == named && (owned.flags & NFT_TABLE_F_OWNER) != 0) {
+        return EPERM;
+      }
+    }
     switch (message.nlmsg_type & 0xff) {
       case NFT_MSG_NEWTABLE: {
         NftnlTablePtr parsed(nftnl_table_alloc());
@@ -769,6 +831,41 @@ void FakeNftKernel::send(std::span<const uint8_t> datagram) {
       if ((message->nlmsg_flags & NLM_F_ACK) != 0) {
         pending_.push_back(ack(*message));
       }
+    } else if ((message->nlmsg_type & 0xff) == NFT_MSG_GETTABLE) {
+      // One table or chain by name: libnftables' cache for `list chain`.
+      NftnlTablePtr wanted(nftnl_table_alloc());
+      nftnl_table_nlmsg_parse(message, wanted.get());
+      const std::string name = str_or_empty(nftnl_table_get_str(wanted.get(), NFTNL_TABLE_NAME));
+      const auto found =
+          std::find_if(state_.tables.begin(), state_.tables.end(), [&](const Table& table) {
+            return table.family == family_of(*message) && table.name == name;
+          });
+      if (found == state_.tables.end()) {
+        pending_.push_back(error_reply(*message, ENOENT));
+        continue;
+      }
+      Datagram reply = table_message(*found, *message);
+      reinterpret_cast<nlmsghdr*>(reply.data())->nlmsg_flags = 0;
+      pending_.push_back(std::move(reply));
+      if ((message->nlmsg_flags & NLM_F_ACK) != 0) {
+        pending_.push_back(ack(*message));
+      }
+    } else if ((message->nlmsg_type & 0xff) == NFT_MSG_GETCHAIN) {
+      NftnlChainPtr wanted(nftnl_chain_alloc());
+      nftnl_chain_nlmsg_parse(message, wanted.get());
+      const std::optional<Chain> found = chain(
+          family_of(*message), str_or_empty(nftnl_chain_get_str(wanted.get(), NFTNL_CHAIN_TABLE)),
+          str_or_empty(nftnl_chain_get_str(wanted.get(), NFTNL_CHAIN_NAME)));
+      if (!found) {
+        pending_.push_back(error_reply(*message, ENOENT));
+        continue;
+      }
+      Datagram reply = chain_message(*found, *message);
+      reinterpret_cast<nlmsghdr*>(reply.data())->nlmsg_flags = 0;
+      pending_.push_back(std::move(reply));
+      if ((message->nlmsg_flags & NLM_F_ACK) != 0) {
+        pending_.push_back(ack(*message));
+      }
     } else {
       pending_.push_back(error_reply(*message, EOPNOTSUPP));
     }
@@ -918,6 +1015,18 @@ void FakeNftKernel::add_table(uint8_t family, const std::string& name) {
       {.family = family, .name = name, .handle = state_.next_table_handle++, .next_handle = 1});
 }
 
+void FakeNftKernel::set_table_owner(uint8_t family, const std::string& name, uint32_t portid) {
+  ++generation_;
+  for (Table& table : state_.tables) {
+    if (table.family == family && table.name == name) {
+      table.flags |= NFT_TABLE_F_OWNER;
+      table.owner = portid;
+      return;
+    }
+  }
+  throw Error("fake nf_tables: no table " + name);
+}
+
 void FakeNftKernel::add_base_chain(uint8_t family, const std::string& table,
                                    const std::string& name, uint32_t hooknum, int32_t priority,
                                    uint32_t policy) {
@@ -1001,8 +1110,16 @@ uint64_t FakeNftKernel::add_verdict_rule(uint8_t family, const std::string& tabl
 
 uint64_t FakeNftKernel::add_offload_rule(uint8_t family, const std::string& table,
                                          const std::string& chain, const std::string& flowtable,
-                                         uint8_t protocol, uint64_t before) {
+                                         uint8_t protocol, uint64_t before,
+                                         const std::string& comment) {
   NftnlRulePtr rule(nftnl_rule_alloc());
+  if (!comment.empty()) {
+    std::unique_ptr<nftnl_udata_buf, decltype(&nftnl_udata_buf_free)> userdata(
+        nftnl_udata_buf_alloc(NFT_USERDATA_MAXLEN), nftnl_udata_buf_free);
+    nftnl_udata_put_strz(userdata.get(), NFTNL_UDATA_RULE_COMMENT, comment.c_str());
+    nftnl_rule_set_data(rule.get(), NFTNL_RULE_USERDATA, nftnl_udata_buf_data(userdata.get()),
+                        nftnl_udata_buf_len(userdata.get()));
+  }
   nftnl_expr* meta = nftnl_expr_alloc("meta");
   nftnl_expr_set_u32(meta, NFTNL_EXPR_META_KEY, NFT_META_L4PROTO);
   nftnl_expr_set_u32(meta, NFTNL_EXPR_META_DREG, NFT_REG_1);

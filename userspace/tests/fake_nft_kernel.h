@@ -29,6 +29,8 @@ class FakeNftKernel final : public Transport {
     std::string name;
     uint64_t handle = 0;
     uint64_t next_handle = 1;  // chains, rules, flowtables of this table
+    uint32_t flags = 0;        // NFT_TABLE_F_*
+    uint32_t owner = 0;        // NFT_TABLE_F_OWNER: the owner's port id
   };
   struct Chain {
     uint8_t family = 0;
@@ -87,6 +89,9 @@ class FakeNftKernel final : public Transport {
 
   // Seeding, as another writer (nft) would have done it.
   void add_table(uint8_t family, const std::string& name);
+  // NFT_TABLE_F_OWNER, as `flags owner` from another process's socket:
+  // every write that names the table is refused with EPERM.
+  void set_table_owner(uint8_t family, const std::string& name, uint32_t portid);
   void add_base_chain(uint8_t family, const std::string& table, const std::string& name,
                       uint32_t hooknum, int32_t priority, uint32_t policy);
   void add_flowtable(uint8_t family, const std::string& table, const std::string& name);
@@ -94,9 +99,11 @@ class FakeNftKernel final : public Transport {
   uint64_t add_verdict_rule(uint8_t family, const std::string& table, const std::string& chain,
                             uint32_t verdict);
   // A rule `meta l4proto PROTOCOL flow add @FLOWTABLE` at the top of the
-  // chain (before `before`, when not 0), as another offload add puts it.
+  // chain (before `before`, when not 0), as another offload add puts it;
+  // with `comment` as nft stores a rule's comment (flowbulk's marker).
   uint64_t add_offload_rule(uint8_t family, const std::string& table, const std::string& chain,
-                            const std::string& flowtable, uint8_t protocol, uint64_t before = 0);
+                            const std::string& flowtable, uint8_t protocol, uint64_t before = 0,
+                            const std::string& comment = {});
 
   // The table and everything in it; a table of that name made later
   // numbers its chains and rules from 1 again, as the kernel does.

@@ -10,6 +10,7 @@
 
 #include "cli_fixture.h"
 #include "error.h"
+#include "offload_rules.h"
 
 namespace flowbulk::testing {
 namespace {
@@ -148,7 +149,7 @@ TEST_F(OffloadTest, PositionAfterAnUnknownHandleFailsAndChangesNothing) {
   firewall();
   const auto before = forward_rules();
   EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft", "position", "after", "999"}), kExitFailure);
-  EXPECT_NE(err().find("in chain forward after rule handle 999: chain forward has no rule with "
+  EXPECT_NE(err().find("inet fw ft after rule handle 999: chain forward has no rule with "
                        "handle 999"),
             std::string::npos)
       << err();
@@ -240,7 +241,9 @@ TEST_F(OffloadTest, DeleteNeverTakesARuleThatGotTheSameHandleInARecreatedTable) 
     while (accepts.empty() || accepts.back() < *std::max_element(listed.begin(), listed.end())) {
       accepts.push_back(nft_kernel().add_verdict_rule(NFPROTO_INET, "fw", "forward", NF_ACCEPT));
     }
-    offload = nft_kernel().add_offload_rule(NFPROTO_INET, "fw", "forward", "ft", IPPROTO_TCP);
+    // Written by flowbulk too (its marker): the rule the delete is for.
+    offload = nft_kernel().add_offload_rule(NFPROTO_INET, "fw", "forward", "ft", IPPROTO_TCP, 0,
+                                            kOffloadMarker);
   });
   ASSERT_EQ(run({"-j", "offload", "delete", "inet", "fw", "ft"}), kExitOk) << err();
   EXPECT_EQ(nft_kernel().stale_batches(), 1U);
@@ -293,8 +296,7 @@ TEST_F(OffloadTest, ChainThatIsNotAForwardBaseChainIsRefused) {
 
 TEST_F(OffloadTest, MissingFlowtableIsDiagnosed) {
   EXPECT_EQ(run({"offload", "add", "inet", "fw", "nope", "proto", "tcp"}), kExitFailure);
-  EXPECT_NE(err().find("cannot add offload rule for flowtable inet fw nope in chain forward: "),
-            std::string::npos)
+  EXPECT_NE(err().find("cannot add offload rule for flowtable inet fw nope: "), std::string::npos)
       << err();
   EXPECT_FALSE(nft_kernel().chain(NFPROTO_INET, "fw", "forward"));  // all or nothing
 }
@@ -368,11 +370,16 @@ TEST_F(NftWrittenOffloadTest, ASetOfProtocolsIsListedAndNotAddedAgain) {
   EXPECT_EQ(nft_kernel().batches(), batches);
   EXPECT_EQ(forward_rules(), before);
 
-  // Not half of it: proto tcp is not the set's rule.
+  // nft wrote it, not flowbulk: delete leaves it and says where it is.
   EXPECT_EQ(run({"offload", "delete", "inet", "fw", "ft", "proto", "tcp"}), kExitFailure);
   EXPECT_EQ(forward_rules(), before);
-  ASSERT_EQ(run({"offload", "delete", "inet", "fw", "ft"}), kExitOk) << err();
-  EXPECT_TRUE(forward_rules().empty());
+  EXPECT_EQ(run({"offload", "delete", "inet", "fw", "ft"}), kExitFailure);
+  EXPECT_NE(err().find("table inet fw has no offload rule for it that flowbulk wrote (comment "
+                       "\"flowbulk\"); delete these with nft:\n  chain forward: meta l4proto { "
+                       "tcp, udp } flow add @ft (handle"),
+            std::string::npos)
+      << err();
+  EXPECT_EQ(forward_rules(), before);
 }
 
 TEST_F(NftWrittenOffloadTest, ABareFlowAddOffloadsEveryProtocol) {
@@ -393,9 +400,10 @@ TEST_F(NftWrittenOffloadTest, ABareFlowAddOffloadsEveryProtocol) {
 TEST_F(NftWrittenOffloadTest, DeleteWithoutAChainSearchesEveryChainOfTheTable) {
   in_.str(
       "table inet fw {\n"
-      "  chain offloads { meta l4proto tcp flow add @ft; }\n"
+      "  chain offloads { meta l4proto tcp flow add @ft comment \"flowbulk\"; }\n"
       "  chain forward { type filter hook forward priority filter; jump offloads; }\n"
-      "  chain early { type filter hook forward priority -10; meta l4proto udp flow add @ft; }\n"
+      "  chain early { type filter hook forward priority -10; meta l4proto udp flow add @ft "
+      "comment \"flowbulk\"; }\n"
       "}\n");
   ASSERT_EQ(run({"-f", "-"}), kExitOk) << err();
   ASSERT_EQ(nft_kernel().rules(NFPROTO_INET, "fw", "offloads").size(), 1U);
@@ -407,6 +415,167 @@ TEST_F(NftWrittenOffloadTest, DeleteWithoutAChainSearchesEveryChainOfTheTable) {
   EXPECT_EQ(forward_rules().size(), 1U);  // the jump stays
   EXPECT_EQ(run({"offload", "delete", "inet", "fw", "ft"}), kExitFailure);
   EXPECT_NE(err().find("table inet fw has no offload rule for it"), std::string::npos) << err();
+}
+
+// tools/testing/selftests/net/netfilter/nft_flowtable.sh's rule: the flow
+// statement is not the last one and a device and a port come first. It is
+// an offload rule (listed, pointed at), but it offloads one port only.
+TEST_F(NftWrittenOffloadTest, TheKernelSelftestsRuleIsListedAndLeftAlone) {
+  load_forward_chain("    meta oifname \"eth1\" tcp dport 12345 flow add @ft counter accept\n");
+  const auto before = forward_rules();
+  ASSERT_EQ(before.size(), 1U);
+  ASSERT_EQ(run({"-j", "offload", "list"}), kExitOk) << err();
+  Json json = Json::parse(out());
+  ASSERT_EQ(json["offloads"].size(), 1U) << out();
+  EXPECT_EQ(json["offloads"][0]["proto"], "other");
+  EXPECT_EQ(json["offloads"][0]["counter"], true);
+  EXPECT_EQ(json["offloads"][0]["flowbulk"], false);
+
+  // offload add: both protocols, once.
+  ASSERT_EQ(run({"-j", "offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_EQ(Json::parse(out())["added"].size(), 2U) << out();
+  ASSERT_EQ(run({"-j", "offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_EQ(Json::parse(out())["changed"], false) << out();
+  EXPECT_EQ(forward_rules().size(), 3U);
+
+  // offload delete: flowbulk's two go, the selftest's rule stays and is named.
+  ASSERT_EQ(run({"-j", "offload", "delete", "inet", "fw", "ft"}), kExitOk) << err();
+  json = Json::parse(out());
+  EXPECT_EQ(json["deleted"].size(), 2U) << out();
+  ASSERT_EQ(json["left"].size(), 1U) << out();
+  EXPECT_EQ(json["left"][0]["proto"], "other") << out();
+  EXPECT_EQ(forward_rules(), before);
+
+  // flowtable delete: EBUSY, with the rule that holds it.
+  EXPECT_EQ(run({"flowtable", "delete", "inet", "fw", "ft"}), kExitFailure);
+  EXPECT_NE(err().find("used by:\n  chain forward: ... counter flow add @ft (handle"),
+            std::string::npos)
+      << err();
+}
+
+// The nft wiki's pair, in its inet table: `flow offload` is `flow add`,
+// and the two rules together offload tcp and udp of both IP versions.
+TEST_F(NftWrittenOffloadTest, TheWikisIpAndIp6SetsCoverBothProtocols) {
+  load_forward_chain(
+      "    ip protocol { tcp, udp } flow offload @ft\n"
+      "    ip6 nexthdr { tcp, udp } flow add @ft\n");
+  ASSERT_EQ(run({"-j", "offload", "list"}), kExitOk) << err();
+  const Json json = Json::parse(out());
+  ASSERT_EQ(json["offloads"].size(), 2U) << out();
+  EXPECT_EQ(json["offloads"][0]["proto"], "tcp,udp");
+  EXPECT_EQ(json["offloads"][0]["nfproto"], "ipv4");
+  EXPECT_EQ(json["offloads"][1]["proto"], "tcp,udp");
+  EXPECT_EQ(json["offloads"][1]["nfproto"], "ipv6");
+  ASSERT_EQ(run({"offload", "list"}), kExitOk) << err();
+  EXPECT_NE(out().find("ipv4 tcp,udp"), std::string::npos) << out();
+
+  const auto before = forward_rules();
+  const size_t batches = nft_kernel().batches();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_NE(out().find("already in chain inet fw forward: ip protocol { tcp, udp } flow add @ft"),
+            std::string::npos)
+      << out();
+  EXPECT_NE(out().find("already in chain inet fw forward: ip6 nexthdr { tcp, udp } flow add @ft"),
+            std::string::npos)
+      << out();
+  EXPECT_NE(out().find("nothing changed"), std::string::npos) << out();
+  EXPECT_EQ(nft_kernel().batches(), batches);
+  EXPECT_EQ(forward_rules(), before);
+}
+
+// `meta l4proto tcp counter flow add @ft accept`: a counter and a verdict
+// around the flow statement.
+TEST_F(NftWrittenOffloadTest, AVerdictAfterFlowAddStillOffloads) {
+  load_forward_chain("    meta l4proto tcp counter flow add @ft accept\n");
+  const auto before = forward_rules();
+  ASSERT_EQ(run({"-j", "offload", "add", "inet", "fw", "ft", "proto", "tcp"}), kExitOk) << err();
+  const Json json = Json::parse(out());
+  EXPECT_EQ(json["changed"], false) << out();
+  ASSERT_EQ(json["present"].size(), 1U);
+  EXPECT_EQ(json["present"][0]["proto"], "tcp");
+  EXPECT_EQ(json["present"][0]["counter"], true);
+  EXPECT_EQ(forward_rules(), before);
+}
+
+// The rules flowbulk writes carry `comment "flowbulk"`, as nft reads it;
+// delete without proto takes those and leaves the operator's own.
+TEST_F(NftWrittenOffloadTest, FlowbulksRulesAreMarkedAndDeleteTakesOnlyThose) {
+  load_forward_chain("    meta l4proto tcp flow add @ft\n");
+  const auto own = forward_rules();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft", "proto", "udp", "counter"}), kExitOk)
+      << err();
+  ASSERT_EQ(run({"-j", "offload", "list"}), kExitOk) << err();
+  Json json = Json::parse(out());
+  ASSERT_EQ(json["offloads"].size(), 2U) << out();
+  EXPECT_EQ(json["offloads"][0]["proto"], "udp");
+  EXPECT_EQ(json["offloads"][0]["comment"], "flowbulk");
+  EXPECT_EQ(json["offloads"][0]["flowbulk"], true);
+  EXPECT_EQ(json["offloads"][1]["proto"], "tcp");
+  EXPECT_TRUE(json["offloads"][1]["comment"].is_null());
+  ASSERT_EQ(run({"offload", "list"}), kExitOk) << err();
+  EXPECT_NE(out().find(" flowbulk\n"), std::string::npos) << out();
+
+  ASSERT_EQ(run({"offload", "delete", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_NE(out().find("left, not written by flowbulk:\n  chain forward: meta l4proto tcp flow "
+                       "add @ft (handle"),
+            std::string::npos)
+      << out();
+  EXPECT_EQ(forward_rules(), own);
+}
+
+// A forward base chain with another name (iptables-nft's FORWARD,
+// firewalld's filter_FORWARD): offload add uses it.
+TEST_F(NftWrittenOffloadTest, AForwardChainNamedFwdIsUsed) {
+  in_.str(
+      "table inet fw {\n"
+      "  chain FWD { type filter hook forward priority filter; policy drop; "
+      "ct state established accept; }\n"
+      "}\n");
+  ASSERT_EQ(run({"-f", "-"}), kExitOk) << err();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_FALSE(nft_kernel().chain(NFPROTO_INET, "fw", "forward"));
+  const auto rules = nft_kernel().rules(NFPROTO_INET, "fw", "FWD");
+  ASSERT_EQ(rules.size(), 3U) << ::testing::PrintToString(rules);
+  EXPECT_NE(rules[0].find("cmp 6 flow_offload @ft"), std::string::npos) << rules[0];
+  EXPECT_NE(rules[1].find("cmp 17 flow_offload @ft"), std::string::npos) << rules[1];
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitOk) << err();
+  EXPECT_NE(out().find("nothing changed"), std::string::npos) << out();
+
+  // A second one: which of them is for the operator to say.
+  in_.clear();
+  in_.str("table inet fw { chain early { type filter hook forward priority -10; }; }\n");
+  ASSERT_EQ(run({"-f", "-"}), kExitOk) << err();
+  EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitFailure);
+  EXPECT_NE(err().find("table inet fw has 2 base chains at hook forward: FWD (priority 0), early "
+                       "(priority -10); name one with \"chain NAME\""),
+            std::string::npos)
+      << err();
+  ASSERT_EQ(run({"offload", "add", "inet", "fw", "ft", "chain", "early"}), kExitOk) << err();
+  EXPECT_EQ(nft_kernel().rules(NFPROTO_INET, "fw", "early").size(), 2U);
+}
+
+// A table another process owns (nft -i, firewalld: NFT_TABLE_F_OWNER):
+// the kernel's EPERM says nothing, flowbulk says who.
+TEST_F(OffloadTest, AnOwnedTableIsNamedWithItsOwner) {
+  const uint64_t accept = firewall();
+  nft_kernel().set_table_owner(NFPROTO_INET, "fw", 812);
+  env_.netlink_owner = [](uint32_t portid) {
+    return portid == 812 ? std::string("process 812 (firewalld)") : std::string();
+  };
+  EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitFailure);
+  EXPECT_NE(err().find("cannot add offload rule for flowtable inet fw ft: table inet fw is owned "
+                       "by process 812 (firewalld) (flags owner): only that process may change "
+                       "it"),
+            std::string::npos)
+      << err();
+  EXPECT_EQ(forward_rules(),
+            (std::vector<std::string>{std::to_string(accept) + ": immediate accept"}));
+  EXPECT_EQ(run({"offload", "delete", "inet", "fw", "ft"}), kExitFailure);
+  EXPECT_NE(err().find("table inet fw is owned by process 812 (firewalld)"), std::string::npos)
+      << err();
+  env_.netlink_owner = nullptr;
+  EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft"}), kExitFailure);
+  EXPECT_NE(err().find("is owned by netlink port 812 (flags owner)"), std::string::npos) << err();
 }
 
 // Rules that match more than a protocol are listed, as "other", and do not
