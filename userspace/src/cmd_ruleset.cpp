@@ -286,12 +286,47 @@ void do_load_file(Invocation& invocation, const std::string& path) {
     }
   }
 
+  // What the file declares `hook ingress` is to be the stock flowtable:
+  // the flowtable was updated (an attachment follows it through that) or
+  // made anew (which the module does not take), and either way an
+  // attachment of that name goes. Asking would autoload the module.
+  std::vector<FlowtableRef> detached;
+  if (!rewrite.ingress.empty() && (module || invocation.env.module_loaded())) {
+    try {
+      if (!module) {
+        module.emplace(invocation.env.transports.open(NETLINK_GENERIC));
+      }
+      for (const FlowtableRef& ref : rewrite.ingress) {
+        try {
+          module->detach(ref);
+          detached.push_back(ref);
+        } catch (const KernelError& error) {
+          if (error.sys_errno() != ENOENT) {
+            throw;
+          }
+        }
+      }
+    } catch (const Error& error) {
+      fail_with_context(error,
+                        "loaded " + name + " but cannot detach what it declares hook ingress");
+    }
+  }
+
   if (invocation.options.json) {
     Json list = Json::array();
     for (const FlowtableRef& ref : rewrite.flowtables) {
       list.push_back(flowtable_ref_json(ref));
     }
-    emit_json(invocation, Json{{"file", name}, {"attached", list}});
+    Json gone = Json::array();
+    for (const FlowtableRef& ref : detached) {
+      gone.push_back(flowtable_ref_json(ref));
+    }
+    emit_json(invocation, Json{{"file", name}, {"attached", list}, {"detached", gone}});
+    return;
+  }
+  for (const FlowtableRef& ref : detached) {
+    invocation.env.out << "detached flowtable " << ref.to_string() << ": " << name
+                       << " declares it hook ingress\n";
   }
 }
 

@@ -129,34 +129,45 @@ TEST_F(CliTest, DetachSendsDetach) {
   EXPECT_NE(err().find("cannot detach flowtable inet fw ft: not attached"), std::string::npos);
 }
 
-// The rescan count and, per device, whether the module's hook is adjacent
-// to the flowtable's (eth1: another hook sits between them) and how often
-// the module looked at that device again (JSON only).
+// The state, the rescan count and, per device, whether the module's hook
+// is adjacent to the flowtable's (eth1: another hook sits between them) and
+// how often the module looked at that device again (JSON only). A stale
+// attachment (its flowtable deleted, another of its name made since) has
+// no devices; a state from a newer module shows as its number.
 TEST_F(CliTest, AttachListTextAndJson) {
   auto script = [this] {
     genl().expect(resolve_family(kFakeFamilyId));
     genl().expect(dump_reply([](const nlmsghdr& request) {
       return std::vector<Datagram>{
-          attachment_message(request, "fw", "ft", -100, {{2, "eth0", 1, 0}, {3, "eth1", 0, 7}}, 3),
-          attachment_message(request, "t2", "f2", 5, {{4, "eth2", 1, 0}}, 0)};
+          attachment_message(request, "fw", "ft", -100, {{2, "eth0", 1, 0}, {3, "eth1", 0, 7}}, 3,
+                             NFB_ATTACH_ATTACHED),
+          attachment_message(request, "t2", "f2", 5, {{4, "eth2", 1, 0}}, 0, NFB_ATTACH_WAITING),
+          attachment_message(request, "t3", "f3", 0, {}, 4, NFB_ATTACH_STALE),
+          attachment_message(request, "t4", "f4", 0, {}, 1, 9)};
     }));
   };
   script();
   EXPECT_EQ(run({"attach", "list"}), kExitOk) << err();
   EXPECT_EQ(out(),
-            "FAMILY  TABLE  FLOWTABLE  PRIORITY  SCANS  DEVICES    NOT ADJACENT\n"
-            "ip      fw     ft             -100      3  eth0,eth1  eth1\n"
-            "ip      t2     f2                5      0  eth2       -\n");
+            "FAMILY  TABLE  FLOWTABLE  STATE     PRIORITY  SCANS  DEVICES    NOT ADJACENT\n"
+            "ip      fw     ft         attached      -100      3  eth0,eth1  eth1\n"
+            "ip      t2     f2         waiting          5      0  eth2       -\n"
+            "ip      t3     f3         stale            0      4  -          -\n"
+            "ip      t4     f4         9                0      1  -          -\n");
   script();
   EXPECT_EQ(run({"-j", "attach", "l"}), kExitOk) << err();
   EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "attachments": [
       {"family": "ip", "table": "fw", "flowtable": "ft", "priority": -100,
-       "scans": 3,
+       "scans": 3, "state": "attached",
        "devices": [{"ifindex": 2, "ifname": "eth0", "adjacent": true, "checks": 0},
                    {"ifindex": 3, "ifname": "eth1", "adjacent": false, "checks": 7}]},
       {"family": "ip", "table": "t2", "flowtable": "f2", "priority": 5,
-       "scans": 0,
-       "devices": [{"ifindex": 4, "ifname": "eth2", "adjacent": true, "checks": 0}]}]})"));
+       "scans": 0, "state": "waiting",
+       "devices": [{"ifindex": 4, "ifname": "eth2", "adjacent": true, "checks": 0}]},
+      {"family": "ip", "table": "t3", "flowtable": "f3", "priority": 0,
+       "scans": 4, "state": "stale", "devices": []},
+      {"family": "ip", "table": "t4", "flowtable": "f4", "priority": 0,
+       "scans": 1, "state": 9, "devices": []}]})"));
 }
 
 // An attachment changed during the dump: listed from the dump asked again.
@@ -188,8 +199,8 @@ TEST_F(CliTest, AttachListFromAModuleWithoutScansOrAdjacency) {
   script();
   EXPECT_EQ(run({"attach", "list"}), kExitOk) << err();
   EXPECT_EQ(out(),
-            "FAMILY  TABLE  FLOWTABLE  PRIORITY  SCANS  DEVICES  NOT ADJACENT\n"
-            "ip      fw     ft                0      -  eth0     -\n");
+            "FAMILY  TABLE  FLOWTABLE  STATE  PRIORITY  SCANS  DEVICES  NOT ADJACENT\n"
+            "ip      fw     ft         -             0      -  eth0     -\n");
   script();
   EXPECT_EQ(run({"-j", "attach", "list"}), kExitOk) << err();
   const Json json = Json::parse(out());
@@ -679,7 +690,32 @@ TEST_F(CliTest, LoadEarlyIngressRulesetAttaches) {
   EXPECT_NE(engine_.loaded_text.find("hook ingress       priority 0"), std::string::npos);
   EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_ATTACH);
   EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "file": "/dev/stdin",
-      "attached": [{"family": "inet", "table": "fw", "flowtable": "ft"}]})"));
+      "attached": [{"family": "inet", "table": "fw", "flowtable": "ft"}], "detached": []})"));
+}
+
+// A flowtable the file declares hook ingress is to be the stock one: its
+// attachment goes (one that is not attached is no error), and flowbulk
+// says so. Without the module loaded nothing is asked (no autoload).
+TEST_F(CliTest, LoadDetachesWhatTheFileDeclaresIngress) {
+  const char* ruleset =
+      "table inet fw { flowtable ft { hook ingress priority 0; devices = { eth0 } } }\n"
+      "table ip t2 { flowtable f2 { hook ingress priority 0; devices = { eth1 } } }\n";
+  in_.str(ruleset);
+  EXPECT_EQ(run({"-f", "-"}), kExitOk) << err();
+  EXPECT_TRUE(genl().sent().empty());
+  EXPECT_EQ(out(), "");
+
+  module_loaded_ = true;
+  in_.clear();
+  in_.str(ruleset);
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(ack_all());
+  genl().expect(fail_message(0, ENOENT, "flowtable not attached"));
+  EXPECT_EQ(run({"-f", "-"}), kExitOk) << err();
+  ASSERT_EQ(genl().sent().size(), 3U);
+  EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_DETACH);
+  EXPECT_EQ(genl_command(genl().sent().at(2)), NFB_CMD_DETACH);
+  EXPECT_EQ(out(), "detached flowtable inet fw ft: /dev/stdin declares it hook ingress\n");
 }
 
 TEST_F(CliTest, LoadingTheSameRulesetAgainKeepsTheAttachment) {
