@@ -139,6 +139,16 @@ detaches_ingress() {
 check "-f of a file declaring inet fw ft hook ingress: detached, and said so" detaches_ingress
 fb -f "$tmp/router.nft"
 
+# -n NETNS, as ip -n: the namespace's listing from outside it; a namespace
+# that does not exist is named in the error.
+netns_option() { [ "$("$FLOWBULK" -n "$ns" -j attach list)" = "$(fb -j attach list)" ]; }
+check "-n $ns: attach list as from inside the namespace" netns_option
+netns_missing() {
+	! "$FLOWBULK" -n "$ns-gone" table list 2>"$tmp/err" &&
+		grep -q "cannot open network namespace \"$ns-gone\": No such file" "$tmp/err"
+}
+check "-n of a namespace that does not exist: exit 1, named in the error" netns_missing
+
 # A syntax error on line 4: nft's message with the line, nothing applied.
 cat >"$tmp/broken.nft" <<'NFT'
 table inet other {

@@ -29,6 +29,7 @@ struct Options {
   bool pretty = false;
   int detail = 0;  // number of -s
   std::optional<std::string> file;
+  std::optional<std::string> netns;  // -n NETNS
 };
 
 // Everything one command needs.

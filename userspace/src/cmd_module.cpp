@@ -254,7 +254,7 @@ double rate(uint64_t now, uint64_t before, double seconds) {
 
 const char* attach_usage() {
   return "Usage: flowbulk attach FAMILY TABLE FLOWTABLE\n"
-         "       flowbulk attach list\n"
+         "       flowbulk attach { list | show }\n"
          "FAMILY := { ip | ip6 | inet }\n"
          "Hands the flowtable's traffic to the nf_flow_bulk module (loaded on demand).\n";
 }
@@ -288,7 +288,7 @@ void detach_quietly(Invocation& invocation, const FlowtableRef& flowtable) {
 
 void do_attach(Invocation& invocation, Arguments& arguments) {
   const std::string first = arguments.take("FAMILY or \"list\"");
-  if (!family_from_name(first) && abbreviates(first, "list")) {
+  if (!family_from_name(first) && (abbreviates(first, "list") || abbreviates(first, "show"))) {
     arguments.expect_end();
     std::vector<Attachment> attachments;
     try {

@@ -54,6 +54,9 @@ struct Environment {
   std::function<double()> monotonic_seconds;
   // Wall clock as "HH:MM:SS" for monitor lines.
   std::function<std::string()> clock_text;
+  // -n NETNS: moves the process into that named network namespace
+  // (enter_named_netns()); called before any socket is opened.
+  std::function<void(const std::string& name)> enter_netns;
 };
 
 // The real process environment (stdout, sockets, if_nametoindex, ...).

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "environment.h"
+#include "netns.h"
 #include "nftables_engine.h"
 
 namespace flowbulk {
@@ -77,6 +78,7 @@ RealEnvironment::RealEnvironment() : transports_(std::make_unique<MnlTransportFa
       .catch_interrupts = catch_interrupts,
       .monotonic_seconds = monotonic_now,
       .clock_text = local_time_text,
+      .enter_netns = [](const std::string& name) { enter_named_netns(name); },
   });
 }
 

@@ -89,7 +89,12 @@ class CliTest : public ::testing::Test {
                  },
              .catch_interrupts = [] {},
              .monotonic_seconds = [this] { return clock_; },
-             .clock_text = [] { return std::string("12:00:00"); }} {}
+             .clock_text = [] { return std::string("12:00:00"); },
+             .enter_netns =
+                 [this](const std::string& name) {
+                   netns_entered_.push_back(name);
+                   opened_before_netns_ = opened_before_netns_ || !nothing_opened();
+                 }} {}
 
   int run(const std::vector<std::string>& arguments) {
     out_.str({});
@@ -134,6 +139,8 @@ class CliTest : public ::testing::Test {
   std::istringstream in_;
   std::set<std::string> devices_{"eth0", "eth1", "lo"};
   bool module_loaded_ = false;
+  std::vector<std::string> netns_entered_;  // -n, in order
+  bool opened_before_netns_ = false;        // a socket opened before -n's setns
   FakeEngineState engine_;
   std::vector<double> sleeps_;
   int interrupt_after_ = -1;

@@ -121,6 +121,27 @@ TEST_F(CliTest, AttachWithModuleAbsent) {
   EXPECT_NE(err().find("nf_flow_bulk kernel module is not loaded"), std::string::npos) << err();
 }
 
+// -n NETNS, as ip -n: the namespace is entered before any socket opens,
+// whatever the spelling; it needs its name and is given once.
+TEST_F(CliTest, NetnsIsEnteredBeforeAnySocket) {
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
+  EXPECT_EQ(run({"-n", "blue", "attach", "list"}), kExitOk) << err();
+  EXPECT_EQ(netns_entered_, std::vector<std::string>{"blue"});
+  EXPECT_FALSE(opened_before_netns_);
+  EXPECT_EQ(run({"--netns", "red", "-V"}), kExitOk) << err();
+  EXPECT_EQ(run({"-netns", "green", "-V"}), kExitOk) << err();
+  EXPECT_EQ(run({"-jn", "grey", "-V"}), kExitOk) << err();
+  EXPECT_EQ(netns_entered_, (std::vector<std::string>{"blue", "red", "green", "grey"}));
+  EXPECT_EQ(run({"-n"}), kExitUsage);
+  EXPECT_EQ(err(), "Error: option -n needs a network namespace name\n");
+  EXPECT_EQ(run({"-nj", "x", "-V"}), kExitUsage);
+  EXPECT_EQ(err(), "Error: option -n needs a network namespace name\n");
+  EXPECT_EQ(run({"-n", "a", "-n", "b", "-V"}), kExitUsage);
+  EXPECT_EQ(err(), "Error: option -n given twice\n");
+  EXPECT_EQ(netns_entered_.size(), 4U);
+}
+
 TEST_F(CliTest, DetachSendsDetach) {
   genl().expect(resolve_family(kFakeFamilyId));
   genl().expect(fail_message(0, ENOENT));
@@ -481,6 +502,34 @@ TEST_F(CliTest, FlowtableListFiltersTableAndPrintsText) {
   EXPECT_EQ(out(),
             "FAMILY  TABLE  NAME  HOOK     PRIORITY  DEVICES    FLAGS  HANDLE\n"
             "inet    fw     ft    ingress       -10  eth0,eth1  -           7\n");
+}
+
+// show is list, as in ip and nft; a FAMILY and NAME (a TABLE and NAME for a
+// flowtable) list that object alone, and one that does not exist is an
+// error, as `nft list table` / `nft list flowtable`.
+TEST_F(CliTest, ShowIsListAndListNamesOneObject) {
+  nft_kernel().add_table(NFPROTO_INET, "fw");
+  nft_kernel().add_flowtable(NFPROTO_INET, "fw", "ft");
+  nft_kernel().add_flowtable(NFPROTO_INET, "fw", "ft2");
+  nft_kernel().add_table(NFPROTO_INET, "other");
+  ASSERT_EQ(run({"-j", "table", "show", "inet", "fw"}), kExitOk) << err();
+  Json json = Json::parse(out());
+  ASSERT_EQ(json["tables"].size(), 1U) << out();
+  EXPECT_EQ(json["tables"][0]["name"], "fw");
+  ASSERT_EQ(run({"-j", "flowtable", "sh", "inet", "fw", "ft2"}), kExitOk) << err();
+  json = Json::parse(out());
+  ASSERT_EQ(json["flowtables"].size(), 1U) << out();
+  EXPECT_EQ(json["flowtables"][0]["name"], "ft2");
+  ASSERT_EQ(run({"-j", "table", "show"}), kExitOk) << err();
+  EXPECT_EQ(Json::parse(out())["tables"].size(), 2U) << out();
+  EXPECT_EQ(run({"flowtable", "list", "inet", "fw", "nope"}), kExitFailure);
+  EXPECT_NE(err().find("Error: cannot list flowtable inet fw nope: no such flowtable"),
+            std::string::npos)
+      << err();
+  EXPECT_EQ(run({"table", "list", "inet", "nope"}), kExitFailure);
+  EXPECT_NE(err().find("Error: cannot list table inet nope: no such table"), std::string::npos)
+      << err();
+  EXPECT_EQ(run({"table", "list", "inet", "fw", "extra"}), kExitUsage);
 }
 
 TEST_F(CliTest, FlowtableAddIngressOnlyTalksToNftables) {
