@@ -16,7 +16,7 @@ const char* main_usage() {
          "       flowbulk [ OPTIONS ] -f { FILE | - }\n"
          "OBJECT := { table | flowtable | offload | attach | detach | stats | monitor }\n"
          "OPTIONS := { -j[son] | -p[retty] | -s[tatistics] (repeatable) | -f[ile] FILE |\n"
-         "             -n[etns] NETNS | -h[elp] | -V[ersion] }\n"
+         "             -c[heck] (with -f) | -n[etns] NETNS | -h[elp] | -V[ersion] }\n"
          "Try \"flowbulk OBJECT help\" for each object's commands.\n";
 }
 
@@ -78,6 +78,10 @@ ParsedCommandLine parse_options(const std::vector<std::string>& arguments) {
         takes_file();
         continue;
       }
+      if (abbreviates(name, "check")) {
+        parsed.options.check = true;
+        continue;
+      }
       if (abbreviates(name, "netns")) {
         takes_netns();
         continue;
@@ -116,6 +120,9 @@ ParsedCommandLine parse_options(const std::vector<std::string>& arguments) {
             throw UsageError("option -f needs a FILE (or - for stdin)");
           }
           takes_file();
+          break;
+        case 'c':
+          parsed.options.check = true;
           break;
         case 'n':
           if (k + 1 != name.size()) {
@@ -182,6 +189,9 @@ int run_flowbulk(const std::vector<std::string>& arguments, Environment& env) {
     if (parsed.help) {
       emit_usage(invocation, main_usage());
       return kExitOk;
+    }
+    if (parsed.options.check && !parsed.options.file) {
+      throw UsageError("-c checks a ruleset (-f FILE); other commands have no check mode");
     }
     if (parsed.options.file) {
       if (!parsed.rest.empty()) {

@@ -30,6 +30,7 @@ struct Options {
   int detail = 0;  // number of -s
   std::optional<std::string> file;
   std::optional<std::string> netns;  // -n NETNS
+  bool check = false;                // -c: validate, change nothing
 };
 
 // Everything one command needs.

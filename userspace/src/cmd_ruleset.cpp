@@ -181,6 +181,41 @@ std::string roll_back(RulesetEngine& engine, NfbClient& module,
          "); it stays loaded, remove it with (in this order):" + left + kept + "\n";
 }
 
+// -c -f: what nft -c does with the ruleset (the kernel checks it and
+// aborts), then what the load would attach and detach. Neither the module
+// nor the attachments are asked about.
+void check_file(Invocation& invocation, RulesetEngine& engine, const std::string& ruleset,
+                const EarlyIngressRewrite& rewrite, const std::string& name, bool json) {
+  RulesetEngine::Result checked = engine.check_text(rewrite.ruleset, name, json);
+  if (!checked.ok) {
+    const std::string errors = !rewrite.flowtables.empty() && !json
+                                   ? restore_source_lines(checked.errors, ruleset, rewrite.ruleset)
+                                   : checked.errors;
+    const bool named = errors.find(name + ":") != std::string::npos;
+    throw Error("check of " + (named ? std::string("the ruleset") : name) + " failed:\n" + errors);
+  }
+  if (invocation.options.json) {
+    Json attach = Json::array();
+    for (const FlowtableRef& ref : rewrite.flowtables) {
+      attach.push_back(flowtable_ref_json(ref));
+    }
+    Json detach = Json::array();
+    for (const FlowtableRef& ref : rewrite.ingress) {
+      detach.push_back(flowtable_ref_json(ref));
+    }
+    emit_json(invocation,
+              Json{{"file", name}, {"check", true}, {"attach", attach}, {"detach", detach}});
+    return;
+  }
+  for (const FlowtableRef& ref : rewrite.flowtables) {
+    invocation.env.out << "would attach flowtable " << ref.to_string() << "\n";
+  }
+  for (const FlowtableRef& ref : rewrite.ingress) {
+    invocation.env.out << "would detach flowtable " << ref.to_string()
+                       << " if attached (declared hook ingress)\n";
+  }
+}
+
 }  // namespace
 
 void do_load_file(Invocation& invocation, const std::string& path) {
@@ -194,8 +229,12 @@ void do_load_file(Invocation& invocation, const std::string& path) {
     throw UsageError("cannot load " + name + ": " + error.what());
   }
 
-  std::optional<NfbClient> module;
   std::unique_ptr<RulesetEngine> engine = invocation.env.make_ruleset_engine();
+  if (invocation.options.check) {
+    check_file(invocation, *engine, ruleset, rewrite, name, json);
+    return;
+  }
+  std::optional<NfbClient> module;
   const bool rewritten = !rewrite.flowtables.empty();
   nlohmann::json before;
   std::optional<NftClient> nft;

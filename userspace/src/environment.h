@@ -32,6 +32,11 @@ class RulesetEngine {
   // (`nft -e -j -a`).
   virtual Result load_text(const std::string& ruleset, const std::string& display_name, bool json,
                            bool echo) = 0;
+  // `nft -c -f`: the same, evaluated and sent to the kernel, which checks
+  // it and then aborts the transaction (libnftables' dry run): nothing is
+  // applied.
+  virtual Result check_text(const std::string& ruleset, const std::string& display_name,
+                            bool json) = 0;
 };
 
 // Everything the command layer touches outside its own memory, so the whole

@@ -40,6 +40,17 @@ class LibnftablesEngine final : public RulesetEngine {
 
   Result load_text(const std::string& ruleset, const std::string& display_name, bool json,
                    bool echo) override {
+    return load(ruleset, display_name, json, echo, false);
+  }
+
+  Result check_text(const std::string& ruleset, const std::string& display_name,
+                    bool json) override {
+    return load(ruleset, display_name, json, false, true);
+  }
+
+ private:
+  Result load(const std::string& ruleset, const std::string& display_name, bool json, bool echo,
+              bool dry_run) {
     // libnftables prints line numbers only for files (a buffer is treated
     // as one command line), so the text goes through an anonymous in-memory
     // file: no temporary file on disk to leak or race on.
@@ -60,6 +71,7 @@ class LibnftablesEngine final : public RulesetEngine {
     }
     const std::string path = "/proc/self/fd/" + std::to_string(memory.get());
     NftContextPtr context = make_context();
+    nft_ctx_set_dry_run(context.get(), dry_run);
     if (echo) {
       nft_ctx_output_set_flags(context.get(),
                                NFT_CTX_OUTPUT_ECHO | NFT_CTX_OUTPUT_JSON | NFT_CTX_OUTPUT_HANDLE);
@@ -73,7 +85,6 @@ class LibnftablesEngine final : public RulesetEngine {
     return result;
   }
 
- private:
   static NftContextPtr make_context() {
     NftContextPtr context(nft_ctx_new(NFT_CTX_DEFAULT));
     if (!context) {

@@ -60,6 +60,12 @@ class FakeEngine final : public RulesetEngine {
     }
     return state_.load_result;
   }
+  Result check_text(const std::string& ruleset, const std::string& display_name,
+                    bool json) override {
+    state_.calls.push_back(std::string(json ? "json " : "") + "check: " + display_name);
+    state_.loaded_text = ruleset;
+    return state_.load_result;
+  }
 
  private:
   FakeEngineState& state_;

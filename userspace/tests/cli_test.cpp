@@ -742,6 +742,34 @@ TEST_F(CliTest, LoadEarlyIngressRulesetAttaches) {
       "attached": [{"family": "inet", "table": "fw", "flowtable": "ft"}], "detached": []})"));
 }
 
+// -c -f, as nft -c -f: libnftables' dry run (the kernel checks and aborts),
+// then what the load would attach and detach; no module, no listing, no
+// attach. A ruleset nft refuses is an error with nft's message, and -c
+// without -f is refused.
+TEST_F(CliTest, CheckRulesetChangesNothing) {
+  in_.str(std::string(kEarlyRuleset) +
+          "table ip t2 { flowtable f2 { hook ingress priority 0; devices = { eth1 } } }\n");
+  EXPECT_EQ(run({"-c", "-f", "-"}), kExitOk) << err();
+  EXPECT_EQ(engine_.calls, (std::vector<std::string>{"check: /dev/stdin"}));
+  EXPECT_NE(engine_.loaded_text.find("hook ingress       priority 0"), std::string::npos);
+  EXPECT_TRUE(nothing_opened());
+  EXPECT_EQ(out(),
+            "would attach flowtable inet fw ft\n"
+            "would detach flowtable ip t2 f2 if attached (declared hook ingress)\n");
+  in_.clear();
+  in_.str(kEarlyRuleset);
+  EXPECT_EQ(run({"-j", "--check", "-f", "-"}), kExitOk) << err();
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "file": "/dev/stdin", "check": true,
+      "attach": [{"family": "inet", "table": "fw", "flowtable": "ft"}], "detach": []})"));
+  engine_.load_result = {.ok = false, .output = {}, .errors = "/dev/stdin:2:3: Error: nope"};
+  in_.clear();
+  in_.str(kEarlyRuleset);
+  EXPECT_EQ(run({"-c", "-f", "-"}), kExitFailure);
+  EXPECT_EQ(err(), "Error: check of the ruleset failed:\n/dev/stdin:2:3: Error: nope\n");
+  EXPECT_EQ(run({"-c", "table", "list"}), kExitUsage);
+  EXPECT_TRUE(nothing_opened());
+}
+
 // A flowtable the file declares hook ingress is to be the stock one: its
 // attachment goes (one that is not attached is no error), and flowbulk
 // says so. Without the module loaded nothing is asked (no autoload).
