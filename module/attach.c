@@ -35,6 +35,13 @@
  * attachments (each walks the devices' hook lists under RTNL), so a
  * namespace holds at most max_attachments of them, a module parameter:
  * the host's root sets it, not the namespace's, as it sets sweep_interval.
+ *
+ * An attachment follows one flowtable, the one its attach found, known by
+ * nf_tables' handles: through device changes and hook moves, not into a
+ * flowtable of the same name created after it was deleted. The module
+ * cannot tell a re-creation that wants the module (a flowbulk -f file
+ * saying hook early_ingress) from one that does not (nft, or a file saying
+ * hook ingress); flowbulk can, and attaches again in the first case.
  */
 #include <linux/module.h>
 #include <linux/moduleparam.h>
@@ -123,6 +130,8 @@ struct nfb_found {
 	const void		*cookie;
 	const void		*entries;	/* dev->nf_hooks_ingress scanned */
 	int			priority;
+	u64			table_handle;
+	u64			ft_handle;
 };
 
 /*
@@ -174,25 +183,41 @@ static struct notifier_block nfb_module_notifier = {
 	.notifier_call	= nfb_module_event,
 };
 
-static bool nfb_ft_matches(const struct nfb_attach *a,
-			   const struct nf_flowtable *ft)
+static const struct nft_flowtable *nfb_nft(const struct nf_flowtable *ft)
 {
-	const struct nft_flowtable *nft;
+	return container_of(ft, struct nft_flowtable, data);
+}
 
-	nft = container_of(ft, struct nft_flowtable, data);
+static bool nfb_ft_named(const struct nfb_attach *a,
+			 const struct nft_flowtable *nft)
+{
 	return nft->table->family == a->family &&
 	       !strcmp(nft->table->name, a->table) &&
 	       !strcmp(nft->name, a->name);
 }
 
 /*
+ * Whether @nft is the flowtable @a follows. Handles are never reused in a
+ * namespace (the table's counts per namespace, the flowtable's per table),
+ * so a flowtable deleted and created again, or its table, has other ones.
+ */
+static bool nfb_ft_same(const struct nfb_attach *a,
+			const struct nft_flowtable *nft)
+{
+	return !a->bound || (nft->table->handle == a->table_handle &&
+			     nft->handle == a->ft_handle);
+}
+
+/*
  * Whether the flowtable of @a hooks in on @dev; if so, where, in @out.
- * Caller holds RTNL and the RCU read lock.
+ * @other is set when another flowtable of that name does. Caller holds
+ * RTNL and the RCU read lock.
  */
 static bool nfb_find_on(const struct nfb_attach *a, struct net_device *dev,
-			struct nfb_found *out)
+			struct nfb_found *out, bool *other)
 {
 	const struct nf_hook_entries *e;
+	const struct nft_flowtable *nft;
 	struct nf_hook_ops **ops;
 	unsigned int i;
 
@@ -204,13 +229,21 @@ static bool nfb_find_on(const struct nfb_attach *a, struct net_device *dev,
 		nf_hookfn *fn = e->hooks[i].hook;
 
 		if (fn == nfb_hook_fn ||
-		    !nfb_flowtable_hook_learn(fn, e->hooks[i].priv) ||
-		    !nfb_ft_matches(a, e->hooks[i].priv))
+		    !nfb_flowtable_hook_learn(fn, e->hooks[i].priv))
 			continue;
+		nft = nfb_nft(e->hooks[i].priv);
+		if (!nfb_ft_named(a, nft))
+			continue;
+		if (!nfb_ft_same(a, nft)) {
+			*other = true;
+			continue;
+		}
 		out->dev = dev;
 		out->cookie = e->hooks[i].priv;
 		out->entries = e;
 		out->priority = ops[i]->priority;
+		out->table_handle = nft->table->handle;
+		out->ft_handle = nft->handle;
 		return true;
 	}
 	return false;
@@ -220,10 +253,11 @@ static bool nfb_find_on(const struct nfb_attach *a, struct net_device *dev,
  * Where the flowtable of @a hooks in now: the first @max devices go to
  * @out; returns how many there are. A flowtable
  * can have any number of devices (nf_tables takes at most 256 per request,
- * but an update adds more). Caller holds RTNL.
+ * but an update adds more). @other as for nfb_find_on(). Caller holds RTNL.
  */
 static unsigned int nfb_find(struct net *net, const struct nfb_attach *a,
-			     struct nfb_found *out, unsigned int max)
+			     struct nfb_found *out, unsigned int max,
+			     bool *other)
 {
 	struct net_device *dev;
 	struct nfb_found f;
@@ -232,7 +266,7 @@ static unsigned int nfb_find(struct net *net, const struct nfb_attach *a,
 	ASSERT_RTNL();
 	rcu_read_lock();
 	for_each_netdev(net, dev) {
-		if (!nfb_find_on(a, dev, &f))
+		if (!nfb_find_on(a, dev, &f, other))
 			continue;
 		if (n < max)
 			out[n] = f;
@@ -368,17 +402,19 @@ static struct nfb_hook *nfb_hook_refresh(struct nfb_attach *a,
 /*
  * Bring the hooks of @a in line with where its flowtable is now. A hook at
  * the wrong priority, or behind the flowtable, is replaced, registering the
- * new one first so that no packet misses both. When the flowtable is found nowhere, the old hooks
- * stay: they decline everything and keep asking for a rescan, which finds
- * the flowtable again once it is re-created.
+ * new one first so that no packet misses both. When the flowtable is found
+ * nowhere, the old hooks stay: they decline everything and keep asking for
+ * a rescan, which finds the flowtable again once it has devices again.
+ * When another flowtable of its name is found instead, this one was
+ * deleted: the attachment is stale and loses its hooks (nfb_reattach()).
  */
 static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 {
 	struct nfb_hook *h, *tmp;
 	struct nfb_found *found;
 	unsigned int i, n, max;
+	bool partial, other = false;
 	LIST_HEAD(keep);
-	bool partial;
 	int err = 0;
 
 	/*
@@ -401,19 +437,43 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 	found = kvcalloc(max, sizeof(*found), GFP_KERNEL);
 	if (!found)
 		return -ENOMEM;
-	n = nfb_find(a->nn->net, a, found, max);
+	n = nfb_find(a->nn->net, a, found, max, &other);
+	if (n && !a->bound) {
+		/*
+		 * An attach binds to the first flowtable of the name it finds
+		 * and walks again for that one alone: during an nf_tables
+		 * transaction that deletes and re-creates it, both hook in.
+		 */
+		a->table_handle = found[0].table_handle;
+		a->ft_handle = found[0].ft_handle;
+		a->bound = true;
+		n = nfb_find(a->nn->net, a, found, max, &other);
+	}
 	if (n > max) {
 		kvfree(found);
 		max = n;
 		found = kvcalloc(max, sizeof(*found), GFP_KERNEL);
 		if (!found)
 			return -ENOMEM;
-		n = nfb_find(a->nn->net, a, found, max);
+		n = nfb_find(a->nn->net, a, found, max, &other);
+	}
+	if (!n && other) {
+		/*
+		 * Deleted, and one of that name made since: its hooks are the
+		 * stock flowtable's and ours would only decline. Nothing brings
+		 * this one back (handles are not reused), so nothing is polled.
+		 */
+		list_for_each_entry_safe(h, tmp, &a->hooks, list)
+			nfb_hook_del(h);
+		a->stale = true;
+		a->unsettled = false;
+		kvfree(found);
+		return -ENOENT;
 	}
 	if (!n) {
 		/*
-		 * The flowtable is gone (or not yet back): the hooks stay and
-		 * decline, and ask again only when a hook list changes.
+		 * The flowtable is gone (or without devices): the hooks stay
+		 * and decline, and ask again only when a hook list changes.
 		 */
 		list_for_each_entry(h, &a->hooks, list)
 			nfb_hook_mark_seen(h);
@@ -468,14 +528,14 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
  */
 static void nfb_sync_dev(struct nfb_attach *a, struct nfb_hook *h)
 {
+	bool found, other = false;
 	struct nfb_found f;
-	bool found;
 
 	WRITE_ONCE(h->dirty, false);
 	h->checks++;
 	h->scan_seen = rcu_access_pointer(h->dev->nf_hooks_ingress);
 	rcu_read_lock();
-	found = nfb_find_on(a, h->dev, &f);
+	found = nfb_find_on(a, h->dev, &f, &other);
 	rcu_read_unlock();
 	if (!found) {
 		nfb_hook_mark_seen(h);
@@ -520,6 +580,59 @@ static void nfb_attach_free(struct nfb_attach *a)
 	kfree(a);
 }
 
+/*
+ * Attach again what is already attached: an attachment whose flowtable is
+ * still there stays as it is (EEXIST); one whose flowtable was deleted
+ * takes the flowtable of that name there is now, the user's way to say a
+ * re-created flowtable is to be taken too (flowbulk -f does after a load).
+ * When there is none, the attachment stays as it was.
+ */
+static int nfb_reattach(struct nfb_attach *a, struct netlink_ext_ack *extack)
+{
+	u64 table_handle = a->table_handle, ft_handle = a->ft_handle;
+	bool other = false, stale = a->stale;
+	int err;
+
+	if (!a->stale && nfb_find(a->nn->net, a, NULL, 0, &other)) {
+		NL_SET_ERR_MSG(extack, "flowtable already attached");
+		return -EEXIST;
+	}
+	a->bound = false;
+	a->stale = false;
+	err = nfb_sync(a, extack);
+	if (err == -ENOENT && !a->bound) {
+		a->table_handle = table_handle;
+		a->ft_handle = ft_handle;
+		a->bound = true;
+		a->stale = stale;
+		NL_SET_ERR_MSG(extack, "no such flowtable, or it has no device");
+	}
+	if (!err)
+		nfb_rescan_at(a->nn, nfb_sweep_at(a->nn));
+	return err;
+}
+
+/*
+ * Room for one more attachment: under max_attachments, or in place of a
+ * stale one (the oldest), which nothing will ever use again.
+ */
+static int nfb_attach_room(struct nfb_net *nn, struct netlink_ext_ack *extack)
+{
+	struct nfb_attach *a;
+
+	if (nn->n_attachments < READ_ONCE(nfb_max_attachments))
+		return 0;
+	list_for_each_entry(a, &nn->attachments, list) {
+		if (a->stale) {
+			nfb_attach_free(a);
+			return 0;
+		}
+	}
+	NL_SET_ERR_MSG(extack,
+		       "too many flowtables attached in this namespace (module parameter max_attachments)");
+	return -ENOSPC;
+}
+
 int nfb_attach(struct net *net, u32 family, const char *table,
 	       const char *name, struct netlink_ext_ack *extack)
 {
@@ -532,15 +645,12 @@ int nfb_attach(struct net *net, u32 family, const char *table,
 		NL_SET_ERR_MSG(extack, "network namespace or module going away");
 		return -ENODEV;
 	}
-	if (nfb_attach_find(nn, family, table, name)) {
-		NL_SET_ERR_MSG(extack, "flowtable already attached");
-		return -EEXIST;
-	}
-	if (nn->n_attachments >= READ_ONCE(nfb_max_attachments)) {
-		NL_SET_ERR_MSG(extack,
-			       "too many flowtables attached in this namespace (module parameter max_attachments)");
-		return -ENOSPC;
-	}
+	a = nfb_attach_find(nn, family, table, name);
+	if (a)
+		return nfb_reattach(a, extack);
+	err = nfb_attach_room(nn, extack);
+	if (err)
+		return err;
 
 	a = kzalloc(sizeof(*a), GFP_KERNEL);
 	if (!a)
@@ -617,6 +727,34 @@ bool nfb_hook_adjacent(const struct nfb_hook *h)
 }
 
 /*
+ * enum nfb_attach_state of @a as its hooked devices show it now: a read,
+ * which changes nothing and walks only the hook lists of the devices the
+ * attachment hooks (as nfb_hook_adjacent() does), so that a flowtable
+ * deleted or re-created shows before the module's next walk. Caller holds
+ * RTNL.
+ */
+u8 nfb_attach_state(const struct nfb_attach *a)
+{
+	const struct nfb_hook *h;
+	bool found = false, other = false;
+	struct nfb_found f;
+
+	ASSERT_RTNL();
+	if (a->stale)
+		return NFB_ATTACH_STALE;
+	rcu_read_lock();
+	list_for_each_entry(h, &a->hooks, list) {
+		found = nfb_find_on(a, h->dev, &f, &other);
+		if (found)
+			break;
+	}
+	rcu_read_unlock();
+	if (found)
+		return NFB_ATTACH_ATTACHED;
+	return other ? NFB_ATTACH_STALE : NFB_ATTACH_WAITING;
+}
+
+/*
  * Rescan the attachments of @nn: the devices the datapath marked dirty, one
  * by one; when a poll is due, every device for each attachment that is
  * not settled; every sweep_interval seconds, every device for every
@@ -639,6 +777,9 @@ void nfb_rescan_all(struct nfb_net *nn)
 	sweep_at = nfb_sweep_at(nn);
 	list_for_each_entry(a, &nn->attachments, list) {
 		bool was = list_empty(&a->hooks) || a->unsettled;
+
+		if (a->stale)
+			continue;
 
 		if ((was && poll) || sweep) {
 			nfb_sync(a, NULL);

@@ -28,6 +28,7 @@ static const struct nla_policy nfb_policy[NFB_A_MAX + 1] = {
 	[NFB_A_STATS]		= { .type = NLA_REJECT },
 	[NFB_A_PAD]		= { .type = NLA_REJECT },
 	[NFB_A_SCANS]		= { .type = NLA_REJECT },
+	[NFB_A_STATE]		= { .type = NLA_REJECT },
 };
 
 struct nfb_ft_id {
@@ -123,7 +124,8 @@ static int nfb_fill_attach(struct sk_buff *skb, const struct nfb_attach *a,
 	    nla_put_string(skb, NFB_A_TABLE, a->table) ||
 	    nla_put_string(skb, NFB_A_FLOWTABLE, a->name) ||
 	    nla_put_s32(skb, NFB_A_PRIORITY, a->priority) ||
-	    nla_put_u64_64bit(skb, NFB_A_SCANS, a->scans, NFB_A_PAD))
+	    nla_put_u64_64bit(skb, NFB_A_SCANS, a->scans, NFB_A_PAD) ||
+	    nla_put_u8(skb, NFB_A_STATE, nfb_attach_state(a)))
 		goto cancel;
 
 	devs = nla_nest_start(skb, NFB_A_DEVICES);

@@ -126,6 +126,18 @@ struct nfb_attach {
 	char			table[NFT_TABLE_MAXNAMELEN];
 	char			name[NFT_NAME_MAXLEN];
 	int			priority;	/* last seen flowtable priority */
+	/*
+	 * The flowtable followed: nf_tables' handles of its table and of
+	 * itself, taken when an attach first finds it (bound). A flowtable
+	 * of that name with other handles is another one, created after this
+	 * one was deleted (by nft, or by a file that declares it hook
+	 * ingress), and is not taken: the attachment is then stale until it
+	 * is attached again or detached.
+	 */
+	u64			table_handle;
+	u64			ft_handle;
+	bool			bound;
+	bool			stale;		/* deleted, another one seen */
 	bool			unsettled;	/* hooks pending removal */
 	u64			scans;		/* rescans since attach */
 	struct list_head	hooks;		/* struct nfb_hook */
@@ -315,6 +327,7 @@ void nfb_rescan_all(struct nfb_net *nn);
 void nfb_rescan_work(struct work_struct *work);
 void nfb_rescan_request(struct nfb_hook *h);
 bool nfb_hook_adjacent(const struct nfb_hook *h);
+u8 nfb_attach_state(const struct nfb_attach *a);
 int nfb_attach_init(void);
 void nfb_attach_fini(void);
 

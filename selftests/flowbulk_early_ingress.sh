@@ -5,7 +5,10 @@
 # it loads (the rest exactly as nft -f would), its flowtable sits at ingress
 # and is attached to nf_flow_bulk, which the kernel loads on demand by its
 # genetlink family alias. A ruleset with a syntax error is refused with nft's
-# message and line and changes nothing. An nft JSON ruleset (nft -j -f)
+# message and line and changes nothing. A flowtable re-created by nft at hook
+# ingress is not taken (the attachment shows stale) until the early_ingress
+# file is loaded again; a file declaring it hook ingress detaches it. An nft
+# JSON ruleset (nft -j -f)
 # loads the same way. `flowtable add ... hook
 # early_ingress` does the same in one command; `stats -j` agrees with
 # /proc/net/stat/nf_flow_bulk; `monitor -j` prints one document per sample.
@@ -101,6 +104,50 @@ check "-f: inet fw ft attached, module hook at priority 10 on veth0,veth1" \
 reload_same_file() { fb -f "$tmp/router.nft"; }
 check "-f of the same file again succeeds" reload_same_file
 check "-f again: inet fw ft still attached" attached inet fw ft 10 '["veth0","veth1"]'
+
+# state_is STATE: inet fw ft's attachment state in 'attach list -j'.
+state_is() {
+	fb -j attach list | jq -e --arg s "$1" \
+		'[.attachments[] | select(.table == "fw" and .flowtable == "ft")] |
+		length == 1 and .[0].state == $s' >/dev/null
+}
+check "-f: inet fw ft's attachment state is attached" state_is attached
+
+# The table deleted and the file loaded by nft as nft takes it (hook
+# ingress): the flowtable of that name is another one, which the module
+# must not take. The attachment shows it, then the early_ingress file
+# loaded again attaches the new one.
+sed 's/early_ingress/ingress/' "$tmp/router.nft" >"$tmp/router-ingress.nft"
+ip netns exec "$ns" nft delete table inet fw
+check "table deleted: the attachment is waiting" state_is waiting
+ip netns exec "$ns" nft -f "$tmp/router-ingress.nft"
+check "re-created by nft at hook ingress: the attachment is stale" state_is stale
+fb -f "$tmp/router.nft"
+check "-f of the early_ingress file again: the new inet fw ft attached" \
+	attached inet fw ft 10 '["veth0","veth1"]'
+check "-f again: the attachment state is attached" state_is attached
+
+# The same flowtable declared hook ingress in a file flowbulk loads (an
+# update: the flowtable stays, and would stay attached): flowbulk detaches
+# it, and says so.
+detaches_ingress() {
+	fb -f "$tmp/router-ingress.nft" >"$tmp/out" &&
+		grep -qx "detached flowtable inet fw ft: $tmp/router-ingress.nft declares it hook ingress" \
+			"$tmp/out" &&
+		! fb -j attach list | jq -e '.attachments[] | select(.table == "fw")' >/dev/null
+}
+check "-f of a file declaring inet fw ft hook ingress: detached, and said so" detaches_ingress
+fb -f "$tmp/router.nft"
+
+# -n NETNS, as ip -n: the namespace's listing from outside it; a namespace
+# that does not exist is named in the error.
+netns_option() { [ "$("$FLOWBULK" -n "$ns" -j attach list)" = "$(fb -j attach list)" ]; }
+check "-n $ns: attach list as from inside the namespace" netns_option
+netns_missing() {
+	! "$FLOWBULK" -n "$ns-gone" table list 2>"$tmp/err" &&
+		grep -q "cannot open network namespace \"$ns-gone\": No such file" "$tmp/err"
+}
+check "-n of a namespace that does not exist: exit 1, named in the error" netns_missing
 
 # A syntax error on line 4: nft's message with the line, nothing applied.
 cat >"$tmp/broken.nft" <<'NFT'

@@ -2,9 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Faults under traffic (a bidirectional UDP stream through the module):
-#   - the flowtable is deleted and re-created at another priority: the
-#     module's hook follows it (same priority) and takes packets again;
-#   - the flowtable flaps 10 times (rescans stay bounded);
+#   - the flowtable is deleted (the attachment waits) and re-created by
+#     nft: another flowtable, declared hook ingress, which the module does
+#     not take (the attachment turns stale; no packet taken);
+#   - attached again after a re-creation at another priority: the module's
+#     hook follows it (same priority) and takes packets again;
+#   - the flowtable flaps 10 times, attached again each time as flowbulk -f
+#     does (rescans stay bounded);
 #   - (CPU 1 offline and online under traffic: nfb_lifetime.sh, 3b);
 #   - the module is unloaded and reloaded;
 #   - a flowtable device is deleted;
@@ -29,16 +33,39 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# attachment_is STATE PRIORITY DEVICE...: the one attachment's state,
+# priority and devices.
 # shellcheck disable=SC2317 # called through busywait
-attached_at() {
+attachment_is() {
 	fp_genl "$R" list | python3 -c '
 import json, sys
 a = json.load(sys.stdin)
-ok = len(a) == 1 and a[0]["priority"] == int(sys.argv[1]) and \
-     sorted(a[0]["devices"]) == sys.argv[2:]
+ok = len(a) == 1 and a[0].get("state") == sys.argv[1] and \
+     a[0]["priority"] == int(sys.argv[2]) and \
+     sorted(a[0]["devices"]) == sys.argv[3:]
 if not ok:
     print("INFO: attachments:", a, file=sys.stderr)
 sys.exit(0 if ok else 1)' "$@"
+}
+
+# shellcheck disable=SC2317 # called through busywait
+attached_at() {
+	attachment_is attached "$@"
+}
+
+# shellcheck disable=SC2317 # called through busywait
+rx_above() {
+	[ "$(fp_rx_packets)" -ge "$1" ]
+}
+
+# none_taken N: the router receives N more packets and the module takes
+# none of them.
+none_taken() {
+	local taken rx
+	taken=$(fp_taken "$R")
+	rx=$(fp_rx_packets)
+	busywait 30000 rx_above $((rx + $1)) &&
+		[ "$(fp_taken "$R")" = "$taken" ]
 }
 
 # shellcheck disable=SC2317 # called through busywait
@@ -71,12 +98,24 @@ check "conntrack flushed 10 times under traffic: slow path each time" \
 	test "$churn_ok" = 1
 check "after the flushes: traffic taken again" fp_taken_grows 100
 
-# Flowtable deleted and re-created at priority -100.
+# Flowtable deleted, then re-created by nft (hook ingress, as before): a
+# flowtable of the same name, not the one attached, which the module must
+# leave to the stock path from its first packet on.
 ip netns exec "$R" nft delete table inet fp
-check "flowtable deleted: attachment kept" attached_at 0 r0 r1
+check "flowtable deleted: attachment kept, waiting" \
+	busywait 30000 attachment_is waiting 0 r0 r1
+fp_ruleset 0 0
+check "re-created by nft: the attachment turns stale, without hooks" \
+	busywait 30000 attachment_is stale 0
+check "stale: the module takes no packet of the new flowtable" none_taken 400
+
+# Re-created at priority -100 and attached again (flowbulk -f attaches
+# again after a load): the hook follows.
+ip netns exec "$R" nft delete table inet fp
 fp_ruleset -100 0
-check "re-created at -100: hook moved to -100" busywait 30000 attached_at -100 r0 r1
-check "re-created: traffic taken again" fp_taken_grows 100
+fp_genl "$R" attach inet fp ft
+check "attached again at -100: hook at -100" busywait 30000 attached_at -100 r0 r1
+check "attached again: traffic taken again" fp_taken_grows 100
 
 # The flowtable flaps under traffic: every change of the devices' hook
 # lists asks for one rescan, so the scans stay in proportion to the flaps
@@ -86,6 +125,7 @@ s0=$(scans)
 for ((i = 0; i < 10; i++)); do
 	ip netns exec "$R" nft delete table inet fp
 	fp_ruleset -100 0
+	fp_genl "$R" attach inet fp ft
 done
 check "flowtable flapped 10 times: traffic taken again" fp_taken_grows 100
 s1=$(scans)

@@ -34,7 +34,8 @@ NLMSGERR_ATTR_MSG = 1
 CMD = {"attach": 1, "detach": 2, "get_attach": 3, "get_stats": 4,
        "reset_stats": 5}
 A_FAMILY, A_TABLE, A_FLOWTABLE, A_PRIORITY = 1, 2, 3, 4
-A_DEVICES, A_DEVICE, A_STATS, A_SCANS = 5, 6, 7, 9
+A_DEVICES, A_DEVICE, A_STATS, A_SCANS, A_STATE = 5, 6, 7, 9, 10
+ATTACH_STATES = ["attached", "waiting", "stale"]
 FAMILIES = {"inet": 1, "ip": 2, "ip6": 10}
 
 DECLINE = ["disabled", "not_ip", "header", "no_flowtable", "miss", "frag",
@@ -155,6 +156,9 @@ def list_attach(nl):
                 a["priority"] = s32(val)
             elif atype == A_SCANS:
                 a["scans"] = struct.unpack("Q", val)[0]
+            elif atype == A_STATE:
+                a["state"] = (ATTACH_STATES[val[0]] if val[0] < len(ATTACH_STATES)
+                              else val[0])
             elif atype == A_DEVICES:
                 a["adjacent"] = {}
                 for _, dev in parse_attrs(val):

@@ -50,10 +50,27 @@ enum nfb_attr {
 	NFB_A_SCANS,		/* u64: walks of every device for this
 				 * attachment (reply)
 				 */
+	NFB_A_STATE,		/* u8: enum nfb_attach_state (reply) */
 	__NFB_A_MAX,
 };
 
 #define NFB_A_MAX (__NFB_A_MAX - 1)
+
+/*
+ * NFB_A_STATE. An attachment follows the flowtable its attach found (by
+ * nf_tables' handles), not the next one of the same name.
+ */
+enum nfb_attach_state {
+	NFB_ATTACH_ATTACHED,	/* the flowtable was found on its devices */
+	NFB_ATTACH_WAITING,	/* found on no device (deleted, or without
+				 * devices); the hooks stay and decline
+				 */
+	NFB_ATTACH_STALE,	/* deleted, and a flowtable of that name
+				 * created since is not taken (attach it
+				 * again); no hooks
+				 */
+	__NFB_ATTACH_STATE_MAX,
+};
 
 enum nfb_dev_attr {
 	NFB_DEV_A_UNSPEC,

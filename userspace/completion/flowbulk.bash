@@ -14,7 +14,7 @@ _flowbulk_names() {
 
 _flowbulk() {
 	local cur prev words=("${COMP_WORDS[@]}") i object='' command='' candidates=''
-	local tool=${COMP_WORDS[0]} args=() nargs
+	local tool=${COMP_WORDS[0]} args=() nargs netns=()
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD - 1]}
 	COMPREPLY=()
@@ -24,12 +24,21 @@ _flowbulk() {
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 		return
 		;;
+	-n | -netns | --netns)
+		mapfile -t COMPREPLY < <(compgen -W "$(ls /run/netns 2>/dev/null)" -- "$cur")
+		return
+		;;
 	esac
 	# The object, the command and the arguments typed so far (options
 	# skipped).
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		case ${words[i]} in
 		-f | --file) i=$((i + 1)) ;;
+		-n | -netns | --netns)
+			# Names are read in that namespace, as the command will act.
+			netns=(-n "${words[i + 1]}")
+			i=$((i + 1))
+			;;
 		-*) ;;
 		*)
 			if [ -z "$object" ]; then
@@ -55,14 +64,14 @@ _flowbulk() {
 
 	if [ -z "$object" ]; then
 		if [[ $cur == -* ]]; then
-			candidates='-j --json -p --pretty -s --statistics -f --file -V --version -h --help'
+			candidates='-j --json -p --pretty -s --statistics -f --file -c --check -n --netns -V --version -h --help'
 		else
 			candidates='table flowtable offload attach detach stats monitor help'
 		fi
 	elif [ -z "$command" ]; then
 		case $object in
-		table | flowtable | offload) candidates='add delete list help' ;;
-		attach) candidates='list ip ip6 inet help' ;;
+		table | flowtable | offload) candidates='add delete list show help' ;;
+		attach) candidates='list show ip ip6 inet help' ;;
 		detach) candidates='ip ip6 inet help' ;;
 		stats) candidates='show reset help' ;;
 		monitor) candidates='interval count help' ;;
@@ -73,11 +82,15 @@ _flowbulk() {
 		interval | count) ;;
 		*) candidates='interval count' ;;
 		esac
-	elif [ "$command" = list ]; then
-		# list [FAMILY [TABLE]]
+	elif [ "$command" = list ] || [ "$command" = show ]; then
+		# list [FAMILY [TABLE [FLOWTABLE]]]: table list FAMILY NAME,
+		# flowtable list FAMILY TABLE NAME, offload list FAMILY TABLE.
 		case $nargs in
 		0) [ "$object" = attach ] || candidates='ip ip6 inet' ;;
-		1) [ "$object" = table ] || candidates=$(_flowbulk_names "$tool" 2 table list "${args[0]}") ;;
+		1) [ "$object" = attach ] ||
+			candidates=$(_flowbulk_names "$tool" 2 "${netns[@]}" table list "${args[0]}") ;;
+		2) [ "$object" != flowtable ] ||
+			candidates=$(_flowbulk_names "$tool" 3 "${netns[@]}" flowtable list "${args[0]}" "${args[1]}") ;;
 		esac
 	elif [ "$nargs" = 0 ]; then
 		case $object in
@@ -86,14 +99,14 @@ _flowbulk() {
 	elif [ "$nargs" = 1 ]; then
 		# TABLE: an existing one, except for table add.
 		if [ "$object/$command" != table/add ]; then
-			candidates=$(_flowbulk_names "$tool" 2 table list "${args[0]}")
+			candidates=$(_flowbulk_names "$tool" 2 "${netns[@]}" table list "${args[0]}")
 		fi
 	elif [ "$nargs" = 2 ]; then
 		# FLOWTABLE: an existing one, except for flowtable add.
 		case $object/$command in
 		table/*) ;;
 		flowtable/add) ;;
-		*) candidates=$(_flowbulk_names "$tool" 3 flowtable list "${args[0]}" "${args[1]}") ;;
+		*) candidates=$(_flowbulk_names "$tool" 3 "${netns[@]}" flowtable list "${args[0]}" "${args[1]}") ;;
 		esac
 	else
 		case $prev in

@@ -16,7 +16,7 @@ const char* main_usage() {
          "       flowbulk [ OPTIONS ] -f { FILE | - }\n"
          "OBJECT := { table | flowtable | offload | attach | detach | stats | monitor }\n"
          "OPTIONS := { -j[son] | -p[retty] | -s[tatistics] (repeatable) | -f[ile] FILE |\n"
-         "             -h[elp] | -V[ersion] }\n"
+         "             -c[heck] (with -f) | -n[etns] NETNS | -h[elp] | -V[ersion] }\n"
          "Try \"flowbulk OBJECT help\" for each object's commands.\n";
 }
 
@@ -52,6 +52,15 @@ ParsedCommandLine parse_options(const std::vector<std::string>& arguments) {
       }
       parsed.options.file = arguments[++i];
     };
+    auto takes_netns = [&]() {
+      if (i + 1 >= arguments.size()) {
+        throw UsageError("option " + word + " needs a network namespace name");
+      }
+      if (parsed.options.netns) {
+        throw UsageError("option -n given twice");
+      }
+      parsed.options.netns = arguments[++i];
+    };
     if (name.size() > 1) {
       if (abbreviates(name, "json")) {
         parsed.options.json = true;
@@ -67,6 +76,14 @@ ParsedCommandLine parse_options(const std::vector<std::string>& arguments) {
       }
       if (abbreviates(name, "file")) {
         takes_file();
+        continue;
+      }
+      if (abbreviates(name, "check")) {
+        parsed.options.check = true;
+        continue;
+      }
+      if (abbreviates(name, "netns")) {
+        takes_netns();
         continue;
       }
       if (abbreviates(name, "help")) {
@@ -103,6 +120,15 @@ ParsedCommandLine parse_options(const std::vector<std::string>& arguments) {
             throw UsageError("option -f needs a FILE (or - for stdin)");
           }
           takes_file();
+          break;
+        case 'c':
+          parsed.options.check = true;
+          break;
+        case 'n':
+          if (k + 1 != name.size()) {
+            throw UsageError("option -n needs a network namespace name");
+          }
+          takes_netns();
           break;
         default:
           throw UsageError("unknown option \"-" + std::string(1, name[k]) +
@@ -144,6 +170,10 @@ void dispatch(Invocation& invocation, const std::vector<std::string>& rest) {
 int run_flowbulk(const std::vector<std::string>& arguments, Environment& env) {
   try {
     ParsedCommandLine parsed = parse_options(arguments);
+    if (parsed.options.netns) {
+      // As ip -n: every socket, ours and libnftables', opens in there.
+      env.enter_netns(*parsed.options.netns);
+    }
     Invocation invocation{env, parsed.options};
     if (parsed.version) {
       if (parsed.options.json) {
@@ -159,6 +189,9 @@ int run_flowbulk(const std::vector<std::string>& arguments, Environment& env) {
     if (parsed.help) {
       emit_usage(invocation, main_usage());
       return kExitOk;
+    }
+    if (parsed.options.check && !parsed.options.file) {
+      throw UsageError("-c checks a ruleset (-f FILE); other commands have no check mode");
     }
     if (parsed.options.file) {
       if (!parsed.rest.empty()) {

@@ -29,6 +29,8 @@ struct Options {
   bool pretty = false;
   int detail = 0;  // number of -s
   std::optional<std::string> file;
+  std::optional<std::string> netns;  // -n NETNS
+  bool check = false;                // -c: validate, change nothing
 };
 
 // Everything one command needs.

@@ -215,8 +215,14 @@ void flowtable_delete(Invocation& invocation, Arguments& arguments) {
 void flowtable_list(Invocation& invocation, Arguments& arguments) {
   const std::optional<uint8_t> family = optional_family(arguments);
   std::optional<std::string> table;
-  if (!arguments.empty()) {
+  std::optional<std::string> name;
+  if (family && !arguments.empty()) {
     table = arguments.take("TABLE");
+    validate_name(*table, "table");
+  }
+  if (table && !arguments.empty()) {
+    name = arguments.take("NAME");
+    validate_name(*name, "flowtable");
   }
   arguments.expect_end();
   std::vector<NftnlFlowtablePtr> flowtables;
@@ -225,10 +231,19 @@ void flowtable_list(Invocation& invocation, Arguments& arguments) {
   } catch (const Error& error) {
     fail_with_context(error, "cannot list flowtables");
   }
-  std::erase_if(flowtables, [&table](const NftnlFlowtablePtr& flowtable) {
-    return table &&
-           *table != text_or_empty(nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_TABLE));
+  std::erase_if(flowtables, [&table, &name](const NftnlFlowtablePtr& flowtable) {
+    return (table && *table != text_or_empty(nftnl_flowtable_get_str(flowtable.get(),
+                                                                     NFTNL_FLOWTABLE_TABLE))) ||
+           (name &&
+            *name != text_or_empty(nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_NAME)));
   });
+  if (name && flowtables.empty()) {
+    // One flowtable, as `nft list flowtable`: one that does not exist is an
+    // error.
+    throw Error("cannot list flowtable " + table_text(*family, *table) + " " + *name +
+                    ": no such flowtable",
+                ENOENT);
+  }
   auto devices_of = [](const nftnl_flowtable* flowtable) {
     std::vector<std::string> devices;
     if (nftnl_flowtable_is_set(flowtable, NFTNL_FLOWTABLE_DEVICES)) {
@@ -307,7 +322,7 @@ const char* flowtable_usage() {
   return "Usage: flowbulk flowtable add FAMILY TABLE NAME hook { ingress | early_ingress }\n"
          "                              [ priority PRIORITY ] devices DEV[,DEV...] [ counter ]\n"
          "       flowbulk flowtable delete FAMILY TABLE NAME\n"
-         "       flowbulk flowtable list [ FAMILY [ TABLE ] ]\n"
+         "       flowbulk flowtable { list | show } [ FAMILY [ TABLE [ NAME ] ] ]\n"
          "FAMILY := { ip | ip6 | inet }\n"
          "PRIORITY := nft's flowtable priority: N, filter, filter + N, filter - N\n"
          "hook early_ingress creates the flowtable at ingress and attaches nf_flow_bulk to it.\n";

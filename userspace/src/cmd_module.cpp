@@ -48,6 +48,30 @@ std::string hint_for_detach_error(int sys_errno) {
   }
 }
 
+// The name of an attachment state; a newer module's as its number.
+std::string attach_state_name(uint8_t state) {
+  switch (state) {
+    case NFB_ATTACH_ATTACHED:
+      return "attached";
+    case NFB_ATTACH_WAITING:
+      return "waiting";
+    case NFB_ATTACH_STALE:
+      return "stale";
+    default:
+      return std::to_string(state);
+  }
+}
+
+Json attach_state_json(const std::optional<uint8_t>& state) {
+  if (!state) {
+    return Json();
+  }
+  if (*state < __NFB_ATTACH_STATE_MAX) {
+    return Json(attach_state_name(*state));
+  }
+  return Json(*state);
+}
+
 // ---- stats formatting -----------------------------------------------------
 
 // How many histogram buckets to show: every one the module has
@@ -230,7 +254,7 @@ double rate(uint64_t now, uint64_t before, double seconds) {
 
 const char* attach_usage() {
   return "Usage: flowbulk attach FAMILY TABLE FLOWTABLE\n"
-         "       flowbulk attach list\n"
+         "       flowbulk attach { list | show }\n"
          "FAMILY := { ip | ip6 | inet }\n"
          "Hands the flowtable's traffic to the nf_flow_bulk module (loaded on demand).\n";
 }
@@ -264,7 +288,7 @@ void detach_quietly(Invocation& invocation, const FlowtableRef& flowtable) {
 
 void do_attach(Invocation& invocation, Arguments& arguments) {
   const std::string first = arguments.take("FAMILY or \"list\"");
-  if (!family_from_name(first) && abbreviates(first, "list")) {
+  if (!family_from_name(first) && (abbreviates(first, "list") || abbreviates(first, "show"))) {
     arguments.expect_end();
     std::vector<Attachment> attachments;
     try {
@@ -279,6 +303,7 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
         entry["priority"] =
             attachment.flowtable_priority ? Json(*attachment.flowtable_priority) : Json();
         entry["scans"] = attachment.scans ? Json(*attachment.scans) : Json();
+        entry["state"] = attach_state_json(attachment.state);
         Json devices = Json::array();
         for (const AttachedDevice& device : attachment.devices) {
           devices.push_back(Json{{"ifindex", device.ifindex},
@@ -297,6 +322,7 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
     TextTable table({{"FAMILY"},
                      {"TABLE"},
                      {"FLOWTABLE"},
+                     {"STATE"},
                      {"PRIORITY", TextTable::Align::kRight},
                      {"SCANS", TextTable::Align::kRight},
                      {"DEVICES"},
@@ -314,9 +340,10 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
         return value ? std::to_string(*value) : std::string("-");
       };
       table.add_row({family_name(attachment.flowtable.family), attachment.flowtable.table,
-                     attachment.flowtable.flowtable, optional_text(attachment.flowtable_priority),
-                     optional_text(attachment.scans), devices.empty() ? "-" : devices,
-                     not_adjacent.empty() ? "-" : not_adjacent});
+                     attachment.flowtable.flowtable,
+                     attachment.state ? attach_state_name(*attachment.state) : "-",
+                     optional_text(attachment.flowtable_priority), optional_text(attachment.scans),
+                     devices.empty() ? "-" : devices, not_adjacent.empty() ? "-" : not_adjacent});
     }
     if (!table.empty()) {
       table.print(invocation.env.out);

@@ -154,6 +154,41 @@ struct AttachFailure {
               first.sys_errno(), first.extack(), kExitNotAttached);
 }
 
+// -c -f: what nft -c does with the ruleset (the kernel checks it and
+// aborts), then what the load would attach and detach. Neither the module
+// nor the attachments are asked about.
+void check_file(Invocation& invocation, RulesetEngine& engine, const std::string& ruleset,
+                const EarlyIngressRewrite& rewrite, const std::string& name, bool json) {
+  RulesetEngine::Result checked = engine.check_text(rewrite.ruleset, name, json);
+  if (!checked.ok) {
+    const std::string errors = !rewrite.flowtables.empty() && !json
+                                   ? restore_source_lines(checked.errors, ruleset, rewrite.ruleset)
+                                   : checked.errors;
+    const bool named = errors.find(name + ":") != std::string::npos;
+    throw Error("check of " + (named ? std::string("the ruleset") : name) + " failed:\n" + errors);
+  }
+  if (invocation.options.json) {
+    Json attach = Json::array();
+    for (const FlowtableRef& ref : rewrite.flowtables) {
+      attach.push_back(flowtable_ref_json(ref));
+    }
+    Json detach = Json::array();
+    for (const FlowtableRef& ref : rewrite.ingress) {
+      detach.push_back(flowtable_ref_json(ref));
+    }
+    emit_json(invocation,
+              Json{{"file", name}, {"check", true}, {"attach", attach}, {"detach", detach}});
+    return;
+  }
+  for (const FlowtableRef& ref : rewrite.flowtables) {
+    invocation.env.out << "would attach flowtable " << ref.to_string() << "\n";
+  }
+  for (const FlowtableRef& ref : rewrite.ingress) {
+    invocation.env.out << "would detach flowtable " << ref.to_string()
+                       << " if attached (declared hook ingress)\n";
+  }
+}
+
 }  // namespace
 
 void do_load_file(Invocation& invocation, const std::string& path) {
@@ -167,6 +202,10 @@ void do_load_file(Invocation& invocation, const std::string& path) {
     throw UsageError("cannot load " + name + ": " + error.what());
   }
 
+  if (invocation.options.check) {
+    check_file(invocation, *invocation.env.make_ruleset_engine(), ruleset, rewrite, name, json);
+    return;
+  }
   std::optional<NfbClient> module;
   const bool rewritten = !rewrite.flowtables.empty();
   if (rewritten) {
@@ -227,6 +266,32 @@ void do_load_file(Invocation& invocation, const std::string& path) {
     }
   }
 
+  // What the file declares `hook ingress` is to be the stock flowtable:
+  // the flowtable was updated (an attachment follows it through that) or
+  // made anew (which the module does not take), and either way an
+  // attachment of that name goes. Asking would autoload the module.
+  std::vector<FlowtableRef> detached;
+  if (!rewrite.ingress.empty() && (module || invocation.env.module_loaded())) {
+    try {
+      if (!module) {
+        module.emplace(invocation.env.transports.open(NETLINK_GENERIC));
+      }
+      for (const FlowtableRef& ref : rewrite.ingress) {
+        try {
+          module->detach(ref);
+          detached.push_back(ref);
+        } catch (const KernelError& error) {
+          if (error.sys_errno() != ENOENT) {
+            throw;
+          }
+        }
+      }
+    } catch (const Error& error) {
+      fail_with_context(error,
+                        "loaded " + name + " but cannot detach what it declares hook ingress");
+    }
+  }
+
   if (invocation.options.json) {
     Json attached_list = Json::array();
     for (const FlowtableRef& ref : attached) {
@@ -239,10 +304,20 @@ void do_load_file(Invocation& invocation, const std::string& path) {
       entry["errno"] = failure.error.sys_errno();
       failed_list.push_back(std::move(entry));
     }
+    Json gone = Json::array();
+    for (const FlowtableRef& ref : detached) {
+      gone.push_back(flowtable_ref_json(ref));
+    }
     emit_json(invocation, Json{{"file", name},
                                {"loaded", true},
                                {"attached", attached_list},
-                               {"failed", failed_list}});
+                               {"failed", failed_list},
+                               {"detached", gone}});
+  } else {
+    for (const FlowtableRef& ref : detached) {
+      invocation.env.out << "detached flowtable " << ref.to_string() << ": " << name
+                         << " declares it hook ingress\n";
+    }
   }
   if (!failures.empty()) {
     fail_not_attached(name, failures);

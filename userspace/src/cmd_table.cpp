@@ -77,12 +77,26 @@ void table_delete(Invocation& invocation, Arguments& arguments) {
 
 void table_list(Invocation& invocation, Arguments& arguments) {
   const std::optional<uint8_t> family = optional_family(arguments);
+  std::optional<std::string> name;
+  if (family && !arguments.empty()) {
+    name = arguments.take("NAME");
+    validate_name(*name, "table");
+  }
   arguments.expect_end();
   std::vector<NftnlTablePtr> tables;
   try {
     tables = open_nft(invocation).list_tables(family);
   } catch (const Error& error) {
     fail_with_context(error, "cannot list tables");
+  }
+  if (name) {
+    // One table, as `nft list table`: one that does not exist is an error.
+    std::erase_if(tables, [&name](const NftnlTablePtr& table) {
+      return *name != text_or_empty(nftnl_table_get_str(table.get(), NFTNL_TABLE_NAME));
+    });
+    if (tables.empty()) {
+      throw Error("cannot list table " + table_text(*family, *name) + ": no such table", ENOENT);
+    }
   }
   if (invocation.options.json) {
     Json list = Json::array();
@@ -118,7 +132,7 @@ void table_list(Invocation& invocation, Arguments& arguments) {
 const char* table_usage() {
   return "Usage: flowbulk table add FAMILY NAME\n"
          "       flowbulk table delete FAMILY NAME\n"
-         "       flowbulk table list [ FAMILY ]\n"
+         "       flowbulk table { list | show } [ FAMILY [ NAME ] ]\n"
          "FAMILY := { ip | ip6 | inet }\n";
 }
 

@@ -96,6 +96,20 @@ Block classify(const std::vector<Token>& statement, const std::vector<Block>& op
   return block;
 }
 
+void add_unique(std::vector<FlowtableRef>& list, FlowtableRef ref) {
+  if (std::find(list.begin(), list.end(), ref) == list.end()) {
+    list.push_back(std::move(ref));
+  }
+}
+
+// A flowtable the file declares early_ingress anywhere is attached.
+void drop_early_ingress(EarlyIngressRewrite& result) {
+  std::erase_if(result.ingress, [&result](const FlowtableRef& ref) {
+    return std::find(result.flowtables.begin(), result.flowtables.end(), ref) !=
+           result.flowtables.end();
+  });
+}
+
 }  // namespace
 
 EarlyIngressRewrite rewrite_early_ingress(std::string_view ruleset) {
@@ -153,6 +167,17 @@ EarlyIngressRewrite rewrite_early_ingress(std::string_view ruleset) {
       token.length = position - token.offset;
       const bool in_flowtable =
           !open_blocks.empty() && open_blocks.back().kind == Block::Kind::kFlowtable;
+      if (in_flowtable && !token.quoted && token.text == kIngress && !statement.empty() &&
+          statement.back().text == "hook") {
+        const Block& flowtable = open_blocks.back();
+        auto family = family_from_name(flowtable.family);
+        if (family && !flowtable.table.empty() && !flowtable.flowtable.empty() &&
+            flowtable.table.front() != '$' && flowtable.flowtable.front() != '$') {
+          add_unique(result.ingress, FlowtableRef{.family = *family,
+                                                  .table = flowtable.table,
+                                                  .flowtable = flowtable.flowtable});
+        }
+      }
       if (in_flowtable && !token.quoted && token.text == kEarlyIngress && !statement.empty() &&
           statement.back().text == "hook") {
         const Block& flowtable = open_blocks.back();
@@ -171,21 +196,16 @@ EarlyIngressRewrite rewrite_early_ingress(std::string_view ruleset) {
         std::string replacement(kIngress);
         replacement.append(kEarlyIngress.size() - kIngress.size(), ' ');
         result.ruleset.replace(token.offset, token.length, replacement);
-        FlowtableRef ref{
-            .family = *family, .table = flowtable.table, .flowtable = flowtable.flowtable};
-        bool seen = false;
-        for (const FlowtableRef& existing : result.flowtables) {
-          seen = seen || existing == ref;
-        }
-        if (!seen) {
-          result.flowtables.push_back(std::move(ref));
-        }
+        add_unique(result.flowtables, FlowtableRef{.family = *family,
+                                                   .table = flowtable.table,
+                                                   .flowtable = flowtable.flowtable});
       }
       statement.push_back(std::move(token));
       continue;
     }
     ++position;  // whitespace, commas and anything else
   }
+  drop_early_ingress(result);
   return result;
 }
 
@@ -195,7 +215,7 @@ bool is_json_ruleset(std::string_view ruleset) {
 }
 
 EarlyIngressRewrite rewrite_early_ingress_json(std::string_view ruleset) {
-  EarlyIngressRewrite result{.ruleset = std::string(ruleset), .flowtables = {}};
+  EarlyIngressRewrite result{.ruleset = std::string(ruleset), .flowtables = {}, .ingress = {}};
   nlohmann::json document;
   try {
     document = nlohmann::json::parse(ruleset);
@@ -207,8 +227,7 @@ EarlyIngressRewrite rewrite_early_ingress_json(std::string_view ruleset) {
     return result;  // nft says what is wrong with it
   }
   auto rewrite = [&result](nlohmann::json& flowtable) {
-    if (!flowtable.is_object() || !flowtable.contains("hook") ||
-        flowtable["hook"] != kEarlyIngress) {
+    if (!flowtable.is_object() || !flowtable.contains("hook")) {
       return;
     }
     const auto text = [&flowtable](const char* field) -> std::optional<std::string> {
@@ -220,6 +239,17 @@ EarlyIngressRewrite rewrite_early_ingress_json(std::string_view ruleset) {
     const auto family = text("family");
     const auto table = text("table");
     const auto name = text("name");
+    if (flowtable["hook"] == kIngress) {
+      const auto number = family ? family_from_name(*family) : std::nullopt;
+      if (number && table && name) {
+        add_unique(result.ingress,
+                   FlowtableRef{.family = *number, .table = *table, .flowtable = *name});
+      }
+      return;
+    }
+    if (flowtable["hook"] != kEarlyIngress) {
+      return;
+    }
     if (!family || !table || !name) {
       throw UsageError(
           "an early_ingress flowtable in JSON needs its \"family\", \"table\" and \"name\"");
@@ -230,11 +260,8 @@ EarlyIngressRewrite rewrite_early_ingress_json(std::string_view ruleset) {
                        ": hook early_ingress needs family " + std::string(family_names_text()));
     }
     flowtable["hook"] = kIngress;
-    FlowtableRef ref{.family = *number, .table = *table, .flowtable = *name};
-    if (std::find(result.flowtables.begin(), result.flowtables.end(), ref) ==
-        result.flowtables.end()) {
-      result.flowtables.push_back(std::move(ref));
-    }
+    add_unique(result.flowtables,
+               FlowtableRef{.family = *number, .table = *table, .flowtable = *name});
   };
   for (nlohmann::json& entry : document["nftables"]) {
     if (!entry.is_object()) {
@@ -252,6 +279,7 @@ EarlyIngressRewrite rewrite_early_ingress_json(std::string_view ruleset) {
   if (!result.flowtables.empty()) {
     result.ruleset = document.dump();
   }
+  drop_early_ingress(result);
   return result;
 }
 

@@ -18,6 +18,10 @@ struct EarlyIngressRewrite {
   std::string ruleset;
   // The flowtables that said early_ingress, in file order: to be attached.
   std::vector<FlowtableRef> flowtables;
+  // The flowtables that said `hook ingress` (family ip, ip6 or inet, names
+  // written literally) and nowhere early_ingress: the file wants them
+  // stock, so an attachment of theirs is to go.
+  std::vector<FlowtableRef> ingress;
 };
 
 // Not an nft parser: a tokenizer that knows comments, quoted strings, braces

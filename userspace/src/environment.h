@@ -34,6 +34,11 @@ class RulesetEngine {
   // ruleset is nft JSON (`nft -j -f`).
   virtual Result load_text(const std::string& ruleset, const std::string& display_name,
                            bool json) = 0;
+  // `nft -c -f`: the same, evaluated and sent to the kernel, which checks
+  // it and then aborts the transaction (libnftables' dry run): nothing is
+  // applied.
+  virtual Result check_text(const std::string& ruleset, const std::string& display_name,
+                            bool json) = 0;
 };
 
 // Everything the command layer touches outside its own memory, so the whole
@@ -59,6 +64,9 @@ struct Environment {
   // The process holding the netlink socket with this port id, as
   // "process PID (COMM)"; empty when none is found.
   std::function<std::string(uint32_t portid)> netlink_owner = {};
+  // -n NETNS: moves the process into that named network namespace
+  // (enter_named_netns()); called before any socket is opened.
+  std::function<void(const std::string& name)> enter_netns;
 };
 
 // The real process environment (stdout, sockets, if_nametoindex, ...).

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "environment.h"
+#include "netns.h"
 #include "nftables_engine.h"
 
 namespace flowbulk {
@@ -127,6 +128,7 @@ RealEnvironment::RealEnvironment() : transports_(std::make_unique<MnlTransportFa
       .monotonic_seconds = monotonic_now,
       .clock_text = local_time_text,
       .netlink_owner = netlink_owner,
+      .enter_netns = [](const std::string& name) { enter_named_netns(name); },
   });
 }
 

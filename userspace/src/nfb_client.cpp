@@ -128,6 +128,7 @@ Attachment parse_attachment(const nlmsghdr& message) {
     attachment.flowtable_priority = static_cast<int32_t>(*priority);
   }
   attachment.scans = get_u64(attributes[NFB_A_SCANS]);
+  attachment.state = get_u8(attributes[NFB_A_STATE]);
   if (const nlattr* devices = attributes[NFB_A_DEVICES]) {
     for_each_nested(devices, [&attachment](const nlattr* device) {
       if (mnl_attr_get_type(device) != NFB_A_DEVICE) {

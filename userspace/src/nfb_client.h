@@ -31,6 +31,8 @@ struct Attachment {
   std::optional<int32_t> flowtable_priority;
   // How often the module looked for the flowtable since the attach.
   std::optional<uint64_t> scans;
+  // enum nfb_attach_state; nullopt from a module that does not say.
+  std::optional<uint8_t> state;
   std::vector<AttachedDevice> devices;
 };
 

@@ -250,8 +250,9 @@ std::optional<uint8_t> optional_family(Arguments& arguments) {
 
 void dispatch_object(Invocation& invocation, Arguments& arguments, const ObjectCommands& object) {
   const std::string what = object.object;
-  std::string command = match_keyword(arguments.take("COMMAND"), {"add", "delete", "list", "help"},
-                                      what + " command", what);
+  std::string command =
+      match_keyword(arguments.take("COMMAND"), {"add", "delete", "list", "show", "help"},
+                    what + " command", what);
   if (!arguments.empty() && arguments.peek() == "help") {
     command = "help";  // `flowbulk OBJECT COMMAND help`
   }
@@ -259,7 +260,7 @@ void dispatch_object(Invocation& invocation, Arguments& arguments, const ObjectC
     object.add(invocation, arguments);
   } else if (command == "delete") {
     object.remove(invocation, arguments);
-  } else if (command == "list") {
+  } else if (command == "list" || command == "show") {  // show: as in ip and nft
     object.list(invocation, arguments);
   } else {
     emit_usage(invocation, object.usage());

@@ -121,8 +121,8 @@ struct ObjectCommands {
   const char* (*usage)();
 };
 
-// OBJECT add | delete | list | help, as the first word of ARGUMENTS says
-// (`OBJECT COMMAND help` is help too).
+// OBJECT add | delete | list | show | help, as the first word of ARGUMENTS
+// says (show is list, as in ip; `OBJECT COMMAND help` is help too).
 void dispatch_object(Invocation& invocation, Arguments& arguments, const ObjectCommands& object);
 
 }  // namespace flowbulk

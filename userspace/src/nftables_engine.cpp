@@ -48,6 +48,17 @@ class LibnftablesEngine final : public RulesetEngine {
 
   Result load_text(const std::string& ruleset, const std::string& display_name,
                    bool json) override {
+    return load(ruleset, display_name, json, false);
+  }
+
+  Result check_text(const std::string& ruleset, const std::string& display_name,
+                    bool json) override {
+    return load(ruleset, display_name, json, true);
+  }
+
+ private:
+  Result load(const std::string& ruleset, const std::string& display_name, bool json,
+              bool dry_run) {
     // libnftables prints line numbers only for files (a buffer is treated
     // as one command line), so the text goes through an anonymous in-memory
     // file: no temporary file on disk to leak or race on.
@@ -68,6 +79,7 @@ class LibnftablesEngine final : public RulesetEngine {
     }
     const std::string path = "/proc/self/fd/" + std::to_string(memory.get());
     NftContextPtr context = make_context();
+    nft_ctx_set_dry_run(context.get(), dry_run);
     if (json) {
       // libnftables 1.0.6 has no input flag: it tries its JSON parser
       // first only when the output is JSON (what `nft -j -f` sets).
@@ -78,7 +90,6 @@ class LibnftablesEngine final : public RulesetEngine {
     return result;
   }
 
- private:
   static NftContextPtr make_context() {
     NftContextPtr context(nft_ctx_new(NFT_CTX_DEFAULT));
     if (!context) {

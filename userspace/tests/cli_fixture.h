@@ -56,6 +56,12 @@ class FakeEngine final : public RulesetEngine {
     }
     return state_.load_result;
   }
+  Result check_text(const std::string& ruleset, const std::string& display_name,
+                    bool json) override {
+    state_.calls.push_back(std::string(json ? "json " : "") + "check: " + display_name);
+    state_.loaded_text = ruleset;
+    return state_.load_result;
+  }
 
  private:
   FakeEngineState& state_;
@@ -85,7 +91,12 @@ class CliTest : public ::testing::Test {
                  },
              .catch_interrupts = [] {},
              .monotonic_seconds = [this] { return clock_; },
-             .clock_text = [] { return std::string("12:00:00"); }} {}
+             .clock_text = [] { return std::string("12:00:00"); },
+             .enter_netns =
+                 [this](const std::string& name) {
+                   netns_entered_.push_back(name);
+                   opened_before_netns_ = opened_before_netns_ || !nothing_opened();
+                 }} {}
 
   int run(const std::vector<std::string>& arguments) {
     out_.str({});
@@ -118,6 +129,8 @@ class CliTest : public ::testing::Test {
   std::istringstream in_;
   std::set<std::string> devices_{"eth0", "eth1", "lo"};
   bool module_loaded_ = false;
+  std::vector<std::string> netns_entered_;  // -n, in order
+  bool opened_before_netns_ = false;        // a socket opened before -n's setns
   FakeEngineState engine_;
   std::vector<double> sleeps_;
   int interrupt_after_ = -1;

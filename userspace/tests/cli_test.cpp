@@ -121,6 +121,27 @@ TEST_F(CliTest, AttachWithModuleAbsent) {
   EXPECT_NE(err().find("nf_flow_bulk kernel module is not loaded"), std::string::npos) << err();
 }
 
+// -n NETNS, as ip -n: the namespace is entered before any socket opens,
+// whatever the spelling; it needs its name and is given once.
+TEST_F(CliTest, NetnsIsEnteredBeforeAnySocket) {
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
+  EXPECT_EQ(run({"-n", "blue", "attach", "list"}), kExitOk) << err();
+  EXPECT_EQ(netns_entered_, std::vector<std::string>{"blue"});
+  EXPECT_FALSE(opened_before_netns_);
+  EXPECT_EQ(run({"--netns", "red", "-V"}), kExitOk) << err();
+  EXPECT_EQ(run({"-netns", "green", "-V"}), kExitOk) << err();
+  EXPECT_EQ(run({"-jn", "grey", "-V"}), kExitOk) << err();
+  EXPECT_EQ(netns_entered_, (std::vector<std::string>{"blue", "red", "green", "grey"}));
+  EXPECT_EQ(run({"-n"}), kExitUsage);
+  EXPECT_EQ(err(), "Error: option -n needs a network namespace name\n");
+  EXPECT_EQ(run({"-nj", "x", "-V"}), kExitUsage);
+  EXPECT_EQ(err(), "Error: option -n needs a network namespace name\n");
+  EXPECT_EQ(run({"-n", "a", "-n", "b", "-V"}), kExitUsage);
+  EXPECT_EQ(err(), "Error: option -n given twice\n");
+  EXPECT_EQ(netns_entered_.size(), 4U);
+}
+
 TEST_F(CliTest, DetachSendsDetach) {
   genl().expect(resolve_family(kFakeFamilyId));
   genl().expect(fail_message(0, ENOENT));
@@ -129,34 +150,45 @@ TEST_F(CliTest, DetachSendsDetach) {
   EXPECT_NE(err().find("cannot detach flowtable inet fw ft: not attached"), std::string::npos);
 }
 
-// The rescan count and, per device, whether the module's hook is adjacent
-// to the flowtable's (eth1: another hook sits between them) and how often
-// the module looked at that device again (JSON only).
+// The state, the rescan count and, per device, whether the module's hook
+// is adjacent to the flowtable's (eth1: another hook sits between them) and
+// how often the module looked at that device again (JSON only). A stale
+// attachment (its flowtable deleted, another of its name made since) has
+// no devices; a state from a newer module shows as its number.
 TEST_F(CliTest, AttachListTextAndJson) {
   auto script = [this] {
     genl().expect(resolve_family(kFakeFamilyId));
     genl().expect(dump_reply([](const nlmsghdr& request) {
       return std::vector<Datagram>{
-          attachment_message(request, "fw", "ft", -100, {{2, "eth0", 1, 0}, {3, "eth1", 0, 7}}, 3),
-          attachment_message(request, "t2", "f2", 5, {{4, "eth2", 1, 0}}, 0)};
+          attachment_message(request, "fw", "ft", -100, {{2, "eth0", 1, 0}, {3, "eth1", 0, 7}}, 3,
+                             NFB_ATTACH_ATTACHED),
+          attachment_message(request, "t2", "f2", 5, {{4, "eth2", 1, 0}}, 0, NFB_ATTACH_WAITING),
+          attachment_message(request, "t3", "f3", 0, {}, 4, NFB_ATTACH_STALE),
+          attachment_message(request, "t4", "f4", 0, {}, 1, 9)};
     }));
   };
   script();
   EXPECT_EQ(run({"attach", "list"}), kExitOk) << err();
   EXPECT_EQ(out(),
-            "FAMILY  TABLE  FLOWTABLE  PRIORITY  SCANS  DEVICES    NOT ADJACENT\n"
-            "ip      fw     ft             -100      3  eth0,eth1  eth1\n"
-            "ip      t2     f2                5      0  eth2       -\n");
+            "FAMILY  TABLE  FLOWTABLE  STATE     PRIORITY  SCANS  DEVICES    NOT ADJACENT\n"
+            "ip      fw     ft         attached      -100      3  eth0,eth1  eth1\n"
+            "ip      t2     f2         waiting          5      0  eth2       -\n"
+            "ip      t3     f3         stale            0      4  -          -\n"
+            "ip      t4     f4         9                0      1  -          -\n");
   script();
   EXPECT_EQ(run({"-j", "attach", "l"}), kExitOk) << err();
   EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "attachments": [
       {"family": "ip", "table": "fw", "flowtable": "ft", "priority": -100,
-       "scans": 3,
+       "scans": 3, "state": "attached",
        "devices": [{"ifindex": 2, "ifname": "eth0", "adjacent": true, "checks": 0},
                    {"ifindex": 3, "ifname": "eth1", "adjacent": false, "checks": 7}]},
       {"family": "ip", "table": "t2", "flowtable": "f2", "priority": 5,
-       "scans": 0,
-       "devices": [{"ifindex": 4, "ifname": "eth2", "adjacent": true, "checks": 0}]}]})"));
+       "scans": 0, "state": "waiting",
+       "devices": [{"ifindex": 4, "ifname": "eth2", "adjacent": true, "checks": 0}]},
+      {"family": "ip", "table": "t3", "flowtable": "f3", "priority": 0,
+       "scans": 4, "state": "stale", "devices": []},
+      {"family": "ip", "table": "t4", "flowtable": "f4", "priority": 0,
+       "scans": 1, "state": 9, "devices": []}]})"));
 }
 
 // An attachment changed during the dump: listed from the dump asked again.
@@ -188,8 +220,8 @@ TEST_F(CliTest, AttachListFromAModuleWithoutScansOrAdjacency) {
   script();
   EXPECT_EQ(run({"attach", "list"}), kExitOk) << err();
   EXPECT_EQ(out(),
-            "FAMILY  TABLE  FLOWTABLE  PRIORITY  SCANS  DEVICES  NOT ADJACENT\n"
-            "ip      fw     ft                0      -  eth0     -\n");
+            "FAMILY  TABLE  FLOWTABLE  STATE  PRIORITY  SCANS  DEVICES  NOT ADJACENT\n"
+            "ip      fw     ft         -             0      -  eth0     -\n");
   script();
   EXPECT_EQ(run({"-j", "attach", "list"}), kExitOk) << err();
   const Json json = Json::parse(out());
@@ -472,6 +504,34 @@ TEST_F(CliTest, FlowtableListFiltersTableAndPrintsText) {
             "inet    fw     ft    ingress       -10  eth0,eth1  -           7\n");
 }
 
+// show is list, as in ip and nft; a FAMILY and NAME (a TABLE and NAME for a
+// flowtable) list that object alone, and one that does not exist is an
+// error, as `nft list table` / `nft list flowtable`.
+TEST_F(CliTest, ShowIsListAndListNamesOneObject) {
+  nft_kernel().add_table(NFPROTO_INET, "fw");
+  nft_kernel().add_flowtable(NFPROTO_INET, "fw", "ft");
+  nft_kernel().add_flowtable(NFPROTO_INET, "fw", "ft2");
+  nft_kernel().add_table(NFPROTO_INET, "other");
+  ASSERT_EQ(run({"-j", "table", "show", "inet", "fw"}), kExitOk) << err();
+  Json json = Json::parse(out());
+  ASSERT_EQ(json["tables"].size(), 1U) << out();
+  EXPECT_EQ(json["tables"][0]["name"], "fw");
+  ASSERT_EQ(run({"-j", "flowtable", "sh", "inet", "fw", "ft2"}), kExitOk) << err();
+  json = Json::parse(out());
+  ASSERT_EQ(json["flowtables"].size(), 1U) << out();
+  EXPECT_EQ(json["flowtables"][0]["name"], "ft2");
+  ASSERT_EQ(run({"-j", "table", "show"}), kExitOk) << err();
+  EXPECT_EQ(Json::parse(out())["tables"].size(), 2U) << out();
+  EXPECT_EQ(run({"flowtable", "list", "inet", "fw", "nope"}), kExitFailure);
+  EXPECT_NE(err().find("Error: cannot list flowtable inet fw nope: no such flowtable"),
+            std::string::npos)
+      << err();
+  EXPECT_EQ(run({"table", "list", "inet", "nope"}), kExitFailure);
+  EXPECT_NE(err().find("Error: cannot list table inet nope: no such table"), std::string::npos)
+      << err();
+  EXPECT_EQ(run({"table", "list", "inet", "fw", "extra"}), kExitUsage);
+}
+
 TEST_F(CliTest, FlowtableAddIngressOnlyTalksToNftables) {
   nft_kernel().add_table(NFPROTO_INET, "fw");
   EXPECT_EQ(run({"flowtable", "add", "inet", "fw", "ft", "hook", "in", "pri", "-5", "dev",
@@ -679,7 +739,61 @@ TEST_F(CliTest, LoadEarlyIngressRulesetAttaches) {
   EXPECT_NE(engine_.loaded_text.find("hook ingress       priority 0"), std::string::npos);
   EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_ATTACH);
   EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "file": "/dev/stdin", "loaded": true,
-      "attached": [{"family": "inet", "table": "fw", "flowtable": "ft"}], "failed": []})"));
+      "attached": [{"family": "inet", "table": "fw", "flowtable": "ft"}], "failed": [],
+      "detached": []})"));
+}
+
+// -c -f, as nft -c -f: libnftables' dry run (the kernel checks and aborts),
+// then what the load would attach and detach; no module, no listing, no
+// attach. A ruleset nft refuses is an error with nft's message, and -c
+// without -f is refused.
+TEST_F(CliTest, CheckRulesetChangesNothing) {
+  in_.str(std::string(kEarlyRuleset) +
+          "table ip t2 { flowtable f2 { hook ingress priority 0; devices = { eth1 } } }\n");
+  EXPECT_EQ(run({"-c", "-f", "-"}), kExitOk) << err();
+  EXPECT_EQ(engine_.calls, (std::vector<std::string>{"check: /dev/stdin"}));
+  EXPECT_NE(engine_.loaded_text.find("hook ingress       priority 0"), std::string::npos);
+  EXPECT_TRUE(nothing_opened());
+  EXPECT_EQ(out(),
+            "would attach flowtable inet fw ft\n"
+            "would detach flowtable ip t2 f2 if attached (declared hook ingress)\n");
+  in_.clear();
+  in_.str(kEarlyRuleset);
+  EXPECT_EQ(run({"-j", "--check", "-f", "-"}), kExitOk) << err();
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "file": "/dev/stdin", "check": true,
+      "attach": [{"family": "inet", "table": "fw", "flowtable": "ft"}], "detach": []})"));
+  engine_.load_result = {.ok = false, .output = {}, .errors = "/dev/stdin:2:3: Error: nope"};
+  in_.clear();
+  in_.str(kEarlyRuleset);
+  EXPECT_EQ(run({"-c", "-f", "-"}), kExitFailure);
+  EXPECT_EQ(err(), "Error: check of the ruleset failed:\n/dev/stdin:2:3: Error: nope\n");
+  EXPECT_EQ(run({"-c", "table", "list"}), kExitUsage);
+  EXPECT_TRUE(nothing_opened());
+}
+
+// A flowtable the file declares hook ingress is to be the stock one: its
+// attachment goes (one that is not attached is no error), and flowbulk
+// says so. Without the module loaded nothing is asked (no autoload).
+TEST_F(CliTest, LoadDetachesWhatTheFileDeclaresIngress) {
+  const char* ruleset =
+      "table inet fw { flowtable ft { hook ingress priority 0; devices = { eth0 } } }\n"
+      "table ip t2 { flowtable f2 { hook ingress priority 0; devices = { eth1 } } }\n";
+  in_.str(ruleset);
+  EXPECT_EQ(run({"-f", "-"}), kExitOk) << err();
+  EXPECT_TRUE(genl().sent().empty());
+  EXPECT_EQ(out(), "");
+
+  module_loaded_ = true;
+  in_.clear();
+  in_.str(ruleset);
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(ack_all());
+  genl().expect(fail_message(0, ENOENT, "flowtable not attached"));
+  EXPECT_EQ(run({"-f", "-"}), kExitOk) << err();
+  ASSERT_EQ(genl().sent().size(), 3U);
+  EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_DETACH);
+  EXPECT_EQ(genl_command(genl().sent().at(2)), NFB_CMD_DETACH);
+  EXPECT_EQ(out(), "detached flowtable inet fw ft: /dev/stdin declares it hook ingress\n");
 }
 
 TEST_F(CliTest, LoadingTheSameRulesetAgainKeepsTheAttachment) {

@@ -15,6 +15,7 @@ flowbulk() {
 		printf 'FAMILY NAME HANDLE OBJECTS\ninet   fw   1      3\ninet   nat  2      1\n'
 		;;
 	"table list ip") printf 'FAMILY NAME HANDLE OBJECTS\nip     filter 3    1\n' ;;
+	"-n blue table list inet") printf 'FAMILY NAME HANDLE OBJECTS\ninet   bluefw 1    3\n' ;;
 	"flowtable list inet fw")
 		printf 'FAMILY TABLE NAME HOOK PRIORITY DEVICES FLAGS\n'
 		printf 'inet   fw    ft   ingress 0     eth0    -\ninet   fw    ft2  ingress 10    eth1    -\n'
@@ -41,7 +42,7 @@ expect() {
 
 expect "flowbulk " "table flowtable offload attach detach stats monitor help"
 expect "flowbulk of" "offload"
-expect "flowbulk offload " "add delete list help"
+expect "flowbulk offload " "add delete list show help"
 expect "flowbulk -j offload add " "ip ip6 inet"
 # By position: FAMILY, then TABLE and FLOWTABLE names that exist, then
 # options; never options in place of a name.
@@ -57,13 +58,24 @@ expect "flowbulk table add inet " ""
 expect "flowbulk table delete ip " "filter"
 expect "flowbulk flowtable list " "ip ip6 inet"
 expect "flowbulk flowtable list inet " "fw nat"
-expect "flowbulk table list inet " ""
+expect "flowbulk table list inet " "fw nat"
+expect "flowbulk table list inet fw " ""
+expect "flowbulk flowtable list inet fw " "ft ft2"
+expect "flowbulk flowtable list inet fw ft " ""
+expect "flowbulk offload list inet fw " ""
+expect "flowbulk table " "add delete list show help"
+expect "flowbulk flowtable show inet fw " "ft ft2"
+expect "flowbulk attach s" "show"
+# -n NETNS: names are read in that namespace; NETNS from /run/netns.
+expect "flowbulk -n blue flowtable delete inet " "bluefw"
+expect "flowbulk --netns blue table list inet " "bluefw"
+expect "flowbulk -n" "-n"
 expect "flowbulk offload add inet fw " "ft ft2"
 expect "flowbulk offload add inet fw ft " "proto counter chain position"
 expect "flowbulk offload add inet fw ft position " "top bottom after before"
 expect "flowbulk offload add inet fw ft chain " ""
 expect "flowbulk offload delete inet fw ft " "proto chain"
-expect "flowbulk attach " "list ip ip6 inet help"
+expect "flowbulk attach " "list show ip ip6 inet help"
 expect "flowbulk attach inet " "fw nat"
 expect "flowbulk attach inet fw " "ft ft2"
 expect "flowbulk detach inet fw " "ft ft2"

@@ -36,6 +36,29 @@ TEST(EarlyIngress, LeavesPlainIngressAndOtherTextAlone) {
   auto result = rewrite_early_ingress(input);
   EXPECT_EQ(result.ruleset, input);
   EXPECT_TRUE(result.flowtables.empty());
+  // The flowtable said ingress (to be detached); the netdev chain is no
+  // flowtable.
+  EXPECT_EQ(result.ingress,
+            (std::vector<FlowtableRef>{{.family = NFPROTO_IPV4, .table = "t", .flowtable = "f"}}));
+}
+
+// A flowtable declared ingress in one place and early_ingress in another
+// is attached, not detached; ingress in JSON counts as in nft syntax.
+TEST(EarlyIngress, IngressFlowtablesAreListedUnlessAlsoEarlyIngress) {
+  auto result = rewrite_early_ingress(
+      "table inet a { flowtable f { hook ingress priority 0; } }\n"
+      "add flowtable inet a f { hook early_ingress priority 0; }\n"
+      "table ip6 b { flowtable g { hook ingress priority 0; } }\n");
+  EXPECT_EQ(result.flowtables,
+            (std::vector<FlowtableRef>{{.family = NFPROTO_INET, .table = "a", .flowtable = "f"}}));
+  EXPECT_EQ(result.ingress,
+            (std::vector<FlowtableRef>{{.family = NFPROTO_IPV6, .table = "b", .flowtable = "g"}}));
+  auto json = rewrite_early_ingress_json(
+      R"({"nftables": [{"add": {"flowtable": {"family": "ip", "table": "t", "name": "f",)"
+      R"( "hook": "ingress", "prio": 0}}}]})");
+  EXPECT_TRUE(json.flowtables.empty());
+  EXPECT_EQ(json.ingress,
+            (std::vector<FlowtableRef>{{.family = NFPROTO_IPV4, .table = "t", .flowtable = "f"}}));
 }
 
 TEST(EarlyIngress, DefaultFamilyIsIp) {

@@ -136,7 +136,7 @@ ReplayTransport::Responder dump_reply(
 
 Datagram attachment_message(const nlmsghdr& request, const char* table, const char* name,
                             int32_t priority, const std::vector<FakeAttachedDevice>& devices,
-                            std::optional<uint64_t> scans) {
+                            std::optional<uint64_t> scans, std::optional<uint8_t> state) {
   MessageBuilder reply(kFakeFamilyId, NLM_F_MULTI, request.nlmsg_seq, request.nlmsg_pid);
   reply.genl(NFB_CMD_GET_ATTACH);
   nlmsghdr* header = reply.header();
@@ -146,6 +146,9 @@ Datagram attachment_message(const nlmsghdr& request, const char* table, const ch
   mnl_attr_put_u32(header, NFB_A_PRIORITY, static_cast<uint32_t>(priority));
   if (scans) {
     mnl_attr_put_u64(header, NFB_A_SCANS, *scans);
+  }
+  if (state) {
+    mnl_attr_put_u8(header, NFB_A_STATE, *state);
   }
   mnl_attr_put_u32(header, 200, 7);  // from a newer kernel: must be skipped
   nlattr* nest = mnl_attr_nest_start(header, NFB_A_DEVICES);

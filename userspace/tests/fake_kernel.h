@@ -72,10 +72,12 @@ struct FakeAttachedDevice {
   std::optional<uint64_t> checks;
 };
 
-// NFB_CMD_GET_ATTACH dump message (family ip); `scans` as NFB_A_SCANS.
+// NFB_CMD_GET_ATTACH dump message (family ip); `scans` as NFB_A_SCANS,
+// `state` as NFB_A_STATE.
 Datagram attachment_message(const nlmsghdr& request, const char* table, const char* name,
                             int32_t priority, const std::vector<FakeAttachedDevice>& devices,
-                            std::optional<uint64_t> scans = std::nullopt);
+                            std::optional<uint64_t> scans = std::nullopt,
+                            std::optional<uint8_t> state = std::nullopt);
 // NFB_CMD_GET_STATS dump message; fallback {0,1,0,0,0}, drop {...,2},
 // taken_encap {packets/2 none, the rest vlan}, taken_xmit {the rest neigh,
 // packets/4 direct}.
