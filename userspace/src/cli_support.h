@@ -70,8 +70,12 @@ bool abbreviates(std::string_view word, std::string_view keyword);
 bool is_plain_number(std::string_view word, bool negative_allowed, bool fraction_allowed);
 
 uint8_t parse_family(std::string_view word);
-// The kernel's length limit; no other rule (the kernel has none).
+// A name of something that exists: not empty and within the kernel's
+// length limit; no other rule (the kernel has none).
 void validate_name(std::string_view name, std::string_view what);
+// A name flowbulk is about to create: validate_name() and one that nft
+// prints back readably (nft_readable_name()). Throws UsageError (exit 2).
+void validate_new_name(std::string_view name, std::string_view what);
 FlowtableRef parse_flowtable_ref(Arguments& arguments);
 
 // Prints {"schema": 1, <body members>} on env.out. Never throws on bad

@@ -72,6 +72,8 @@ Json flowtable_delete_commands(const FlowtableRef& ref) {
 void flowtable_add(Invocation& invocation, Arguments& arguments) {
   FlowtableSpec spec;
   spec.ref = parse_flowtable_ref(arguments);
+  // The table exists (any name); the flowtable is new.
+  validate_new_name(spec.ref.flowtable, "flowtable");
   std::optional<std::string> hook;
   std::optional<std::string> priority;
   std::optional<std::vector<std::string>> devices;

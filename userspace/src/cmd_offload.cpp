@@ -251,6 +251,8 @@ OffloadResult add_offload(NftClient& nft, const OffloadSpec& asked, const std::s
       const OffloadSpec& spec = plan.spec;
       NftWrite write;
       if (plan.create_chain) {
+        // An existing chain may have any name; a new one is ours to name.
+        validate_new_name(spec.chain, "chain");
         write.chains.push_back(forward_chain(spec.flowtable, spec.chain));
       }
       for (uint8_t protocol : plan.send) {

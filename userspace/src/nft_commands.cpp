@@ -85,15 +85,9 @@ Json nft_command(const char* verb, const char* kind, Json object) {
 // goes into it only when it is one nft token (its scanner's `string`), so
 // that nothing in it can end the name. Other names go as JSON.
 bool nft_syntax_name(std::string_view name) {
-  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (name.empty() || !(letter(name.front()) || name.front() == '_' || name.front() == '.')) {
-    return false;
-  }
-  return std::all_of(name.begin() + 1, name.end(), [&](char c) {
-    return letter(c) || digit(c) || c == '/' || c == '-' || c == '_' || c == '.';
-  });
+  return nft_identifier(name);
 }
+
 
 // The priority when it is a plain number (what nft's JSON takes).
 std::optional<int32_t> priority_number(const std::string& text) {
