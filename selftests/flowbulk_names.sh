@@ -9,7 +9,7 @@
 # Names that are nft keywords (table "flow") are used by flowbulk where nft
 # made them; flowbulk itself creates only names nft reads back from its own
 # listing (exit 2 otherwise), and what it made passes `nft -c -f` of that
-# listing.
+# listing. Reading (attach list, stats, monitor) does not load the module.
 #
 #   ns: veth0 <-> veth1 (devices for the flowtables)
 set -eu
@@ -139,7 +139,19 @@ check "table \"flow\" made by nft: flowtable added, offloaded to, deleted" keywo
 fb_expect_failure 2 "would make a ruleset nft cannot read back" table add inet flow
 fb_expect_failure 2 "would make a ruleset nft cannot read back" table add inet "my table"
 fb_expect_failure 2 "table name is empty" table add inet ""
+fb_expect_failure 1 "cannot list flowtables: table inet nosuch: No such file or directory" \
+	flowtable list inet nosuch
 
 check "everything removed" [ "$(tables)" = "[]" ]
+
+# A family lookup by name makes the kernel load the module
+# (request_module of its genetlink alias): reading must not.
+nfb_unload_module
+fb_expect_failure 1 "the nf_flow_bulk module is not loaded" stats
+fb_expect_failure 1 "the nf_flow_bulk module is not loaded" monitor count 1
+not_loaded_listing() { [ "$(fb attach list)" = "module not loaded: no attachments" ]; }
+check "attach list without the module: \"module not loaded: no attachments\"" not_loaded_listing
+still_unloaded() { ! nfb_module_loaded; }
+check "stats, monitor and attach list left nf_flow_bulk unloaded" still_unloaded
 
 exit "$ret"

@@ -204,6 +204,9 @@ void flowtable_list(Invocation& invocation, Arguments& arguments) {
     return table &&
            *table != text_or_empty(nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_TABLE));
   });
+  if (table && flowtables.empty()) {
+    require_table(invocation, *family, *table, "cannot list flowtables");
+  }
   auto devices_of = [](const nftnl_flowtable* flowtable) {
     std::vector<std::string> devices;
     if (nftnl_flowtable_is_set(flowtable, NFTNL_FLOWTABLE_DEVICES)) {

@@ -340,6 +340,9 @@ void offload_list(Invocation& invocation, Arguments& arguments) {
   } catch (const Error& error) {
     fail_with_context(error, "cannot list offload rules");
   }
+  if (!table.empty() && rules.empty()) {
+    require_table(invocation, *family, table, "cannot list offload rules");
+  }
   if (invocation.options.json) {
     Json list = Json::array();
     for (const OffloadRule& rule : rules) {

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <set>
 
 #include "error.h"
@@ -70,6 +72,24 @@ std::string nft_document(const Json& commands, const std::string& context) {
 
 std::string run_nft(Invocation& invocation, const Json& commands, const std::string& context) {
   return run_nft(invocation, nft_document(commands, context), context);
+}
+
+void require_table(Invocation& invocation, uint8_t family, const std::string& table,
+                   const std::string& context) {
+  std::vector<NftnlTablePtr> tables;
+  try {
+    tables = open_nft(invocation).list_tables(family);
+  } catch (const Error& error) {
+    fail_with_context(error, context);
+  }
+  for (const auto& listed : tables) {
+    if (table == text_or_empty(nftnl_table_get_str(listed.get(), NFTNL_TABLE_NAME))) {
+      return;
+    }
+  }
+  // nft's words for it (`nft list table inet nosuch`), after what failed.
+  throw Error(context + ": table " + table_text(family, table) + ": " + std::strerror(ENOENT),
+              ENOENT);
 }
 
 // {VERB: {KIND: object}}

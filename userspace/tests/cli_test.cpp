@@ -133,6 +133,7 @@ TEST_F(CliTest, DetachSendsDetach) {
 // to the flowtable's (eth1: another hook sits between them) and how often
 // the module looked at that device again (JSON only).
 TEST_F(CliTest, AttachListTextAndJson) {
+  module_loaded_ = true;
   auto script = [this] {
     genl().expect(resolve_family(kFakeFamilyId));
     genl().expect(dump_reply([](const nlmsghdr& request) {
@@ -149,7 +150,7 @@ TEST_F(CliTest, AttachListTextAndJson) {
             "ip      t2     f2                5      0  eth2       -\n");
   script();
   EXPECT_EQ(run({"-j", "attach", "l"}), kExitOk) << err();
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "attachments": [
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "module_loaded": true, "attachments": [
       {"family": "ip", "table": "fw", "flowtable": "ft", "priority": -100,
        "scans": 3,
        "devices": [{"ifindex": 2, "ifname": "eth0", "adjacent": true, "checks": 0},
@@ -161,6 +162,7 @@ TEST_F(CliTest, AttachListTextAndJson) {
 
 // An attachment changed during the dump: listed from the dump asked again.
 TEST_F(CliTest, AttachListDumpsAgainWhenTheDumpWasInterrupted) {
+  module_loaded_ = true;
   genl().expect(resolve_family(kFakeFamilyId));
   genl().expect(dump_reply([](const nlmsghdr& request) {
     Datagram stale = attachment_message(request, "old", "ft", 0, {{2, "eth0", 1}}, 1);
@@ -179,6 +181,7 @@ TEST_F(CliTest, AttachListDumpsAgainWhenTheDumpWasInterrupted) {
 
 // A module that reports neither: unknown, not "adjacent" or "no scans".
 TEST_F(CliTest, AttachListFromAModuleWithoutScansOrAdjacency) {
+  module_loaded_ = true;
   auto script = [this] {
     genl().expect(resolve_family(kFakeFamilyId));
     genl().expect(dump_reply([](const nlmsghdr& request) {
@@ -199,10 +202,11 @@ TEST_F(CliTest, AttachListFromAModuleWithoutScansOrAdjacency) {
 }
 
 TEST_F(CliTest, EmptyListsAreEmptyArrays) {
+  module_loaded_ = true;
   genl().expect(resolve_family(kFakeFamilyId));
   genl().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
   EXPECT_EQ(run({"-j", "attach", "list"}), kExitOk);
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "attachments": []})"));
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "module_loaded": true, "attachments": []})"));
   nft().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
   EXPECT_EQ(run({"-j", "flowtable", "list"}), kExitOk);
   EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "flowtables": []})"));
@@ -228,6 +232,7 @@ void script_stats(ReplayTransport& genl, bool resolve, uint64_t packets0, uint64
 }
 
 TEST_F(CliTest, StatsTextSumsCpusAndNamesReasons) {
+  module_loaded_ = true;
   script_stats(genl(), true, 40, 20);
   EXPECT_EQ(run({"stats"}), kExitOk) << err();
   const std::string unknown = std::to_string(__NFB_DECLINE_MAX);
@@ -243,6 +248,7 @@ TEST_F(CliTest, StatsTextSumsCpusAndNamesReasons) {
 }
 
 TEST_F(CliTest, StatsPerCpuAndHistogramWithRepeatedS) {
+  module_loaded_ = true;
   script_stats(genl(), true, 40, 20);
   EXPECT_EQ(run({"-s", "-s", "stats", "show"}), kExitOk) << err();
   EXPECT_NE(out().find("CPU  PACKETS  BULKS  MEAN  DECLINED  FALLBACK  DROPPED\n"
@@ -264,6 +270,7 @@ TEST_F(CliTest, StatsPerCpuAndHistogramWithRepeatedS) {
 }
 
 TEST_F(CliTest, StatsJsonHasTotalsCpusAndArrays) {
+  module_loaded_ = true;
   script_stats(genl(), true, 40, 20);
   EXPECT_EQ(run({"-j", "stats"}), kExitOk) << err();
   Json document = Json::parse(out());
@@ -297,6 +304,7 @@ TEST_F(CliTest, StatsJsonHasTotalsCpusAndArrays) {
 // Bucket indexes come from the kernel: one past 63 has no 2^i (1 << 64 is
 // undefined); it is counted in the last bucket, 2^63 and up.
 TEST_F(CliTest, StatsHistogramBucketsBeyond63AreCountedInTheLast) {
+  module_loaded_ = true;
   auto script = [this] {
     genl().expect(resolve_family(kFakeFamilyId));
     genl().expect(dump_reply([](const nlmsghdr& request) {
@@ -341,6 +349,7 @@ TEST_F(CliTest, StatsReset) {
 }
 
 TEST_F(CliTest, MonitorPrintsRatesPerInterval) {
+  module_loaded_ = true;
   script_stats(genl(), true, 0, 0);
   script_stats(genl(), false, 400, 200);
   script_stats(genl(), false, 800, 200);
@@ -353,6 +362,7 @@ TEST_F(CliTest, MonitorPrintsRatesPerInterval) {
 }
 
 TEST_F(CliTest, MonitorDividesByTheMeasuredInterval) {
+  module_loaded_ = true;
   clock_stretch_ = 2.0;  // each 1 s sleep took 2 s (a loaded machine)
   script_stats(genl(), true, 0, 0);
   script_stats(genl(), false, 400, 200);
@@ -364,6 +374,7 @@ TEST_F(CliTest, MonitorDividesByTheMeasuredInterval) {
 }
 
 TEST_F(CliTest, MonitorJsonLinesAndInterrupt) {
+  module_loaded_ = true;
   interrupt_after_ = 1;  // the second sleep is interrupted (SIGINT)
   script_stats(genl(), true, 0, 0);
   script_stats(genl(), false, 100, 0);
