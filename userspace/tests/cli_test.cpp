@@ -95,7 +95,7 @@ TEST_F(CliTest, AttachJsonPrintsEnvelope) {
   genl().expect(resolve_family(kFakeFamilyId));
   genl().expect(ack_all());
   EXPECT_EQ(run({"-j", "attach", "inet", "fw", "ft"}), kExitOk);
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "ok": true})"));
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "ok": true})"));
 }
 
 TEST_F(CliTest, AttachKernelErrorShowsExtackAndErrno) {
@@ -150,7 +150,7 @@ TEST_F(CliTest, AttachListTextAndJson) {
             "ip      t2     f2                5      0  eth2       -\n");
   script();
   EXPECT_EQ(run({"-j", "attach", "l"}), kExitOk) << err();
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "module_loaded": true, "attachments": [
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "module_loaded": true, "attachments": [
       {"family": "ip", "table": "fw", "flowtable": "ft", "priority": -100,
        "scans": 3,
        "devices": [{"ifindex": 2, "ifname": "eth0", "adjacent": true, "checks": 0},
@@ -206,13 +206,13 @@ TEST_F(CliTest, EmptyListsAreEmptyArrays) {
   genl().expect(resolve_family(kFakeFamilyId));
   genl().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
   EXPECT_EQ(run({"-j", "attach", "list"}), kExitOk);
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "module_loaded": true, "attachments": []})"));
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "module_loaded": true, "attachments": []})"));
   nft().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
   EXPECT_EQ(run({"-j", "flowtable", "list"}), kExitOk);
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "flowtables": []})"));
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "flowtables": []})"));
   nft().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
   EXPECT_EQ(run({"-j", "table", "list"}), kExitOk);
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "tables": []})"));
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "tables": []})"));
 }
 
 // ---- stats / monitor -----------------------------------------------------------
@@ -274,7 +274,7 @@ TEST_F(CliTest, StatsJsonHasTotalsCpusAndArrays) {
   script_stats(genl(), true, 40, 20);
   EXPECT_EQ(run({"-j", "stats"}), kExitOk) << err();
   Json document = Json::parse(out());
-  EXPECT_EQ(document["schema"], 1);
+  EXPECT_EQ(document["schema"], 2);
   const Json& total = document["stats"]["total"];
   EXPECT_EQ(total["packets"], 60);
   EXPECT_EQ(total["bulks"], 20);
@@ -384,7 +384,7 @@ TEST_F(CliTest, MonitorJsonLinesAndInterrupt) {
   int count = 0;
   while (std::getline(lines, line)) {
     Json sample = Json::parse(line);
-    EXPECT_EQ(sample["schema"], 1);
+    EXPECT_EQ(sample["schema"], 2);
     EXPECT_EQ(sample["sample"]["packets_per_second"], 100.0);
     EXPECT_EQ(sample["sample"]["bulks_per_second"], 25.0);
     EXPECT_EQ(sample["sample"]["mean_bulk"], 4.0);
@@ -467,7 +467,7 @@ TEST_F(CliTest, FlowtableListJsonAlwaysArrays) {
     return std::vector<Datagram>{flowtable_message(request, "fw", "ft", {"eth0"}, true)};
   }));
   EXPECT_EQ(run({"-j", "flowtable", "list"}), kExitOk) << err();
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "flowtables": [
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "flowtables": [
       {"family": "inet", "table": "fw", "name": "ft", "handle": 7, "hook": "ingress",
        "prio": -10, "devices": ["eth0"], "flags": ["counter"], "use": 0}]})"));
 }
@@ -689,7 +689,7 @@ TEST_F(CliTest, LoadEarlyIngressRulesetAttaches) {
   EXPECT_EQ(engine_.calls, (std::vector<std::string>{"json: list ruleset", "echo: /dev/stdin"}));
   EXPECT_NE(engine_.loaded_text.find("hook ingress       priority 0"), std::string::npos);
   EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_ATTACH);
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "file": "/dev/stdin",
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "file": "/dev/stdin",
       "attached": [{"family": "inet", "table": "fw", "flowtable": "ft"}]})"));
 }
 

@@ -20,7 +20,7 @@ TEST_F(CliTest, AttachListWithoutTheModuleLoadsNothing) {
   EXPECT_EQ(out(), "module not loaded: no attachments\n");
   EXPECT_EQ(run({"-j", "attach", "list"}), kExitOk) << err();
   EXPECT_EQ(Json::parse(out()),
-            Json::parse(R"({"schema": 1, "module_loaded": false, "attachments": []})"));
+            Json::parse(R"({"schema": 2, "module_loaded": false, "attachments": []})"));
   EXPECT_EQ(transports_.opened(NETLINK_GENERIC), 0);
 }
 
