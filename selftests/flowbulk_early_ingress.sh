@@ -207,7 +207,7 @@ check "stats -j totals equal /proc/net/stat/nf_flow_bulk" nfb_stats_agree "$ns"
 
 monitor_samples() {
 	fb -j monitor interval 0.2 count 2 | jq -s -e 'length == 2 and
-		all(.[]; .schema == 1 and .sample.interval == 0.2 and
+		all(.[]; .schema == 2 and .sample.interval == 0.2 and
 			(.sample.packets_per_second | type) == "number")' >/dev/null
 }
 check "monitor -j: one JSON document per sample" monitor_samples

@@ -6,8 +6,10 @@
 # one it can ("my-table.v2") is listed, deleted and attached by flowbulk;
 # `priority filter + 10` is evaluated by libnftables to 10, as nft does, and
 # a priority name a flowtable does not have is refused with nft's message.
-# Names that are nft keywords (table "flow", flowtable "table") are made,
-# offloaded to and deleted by flowbulk, as the kernel takes them.
+# Names that are nft keywords (table "flow") are used by flowbulk where nft
+# made them; flowbulk itself creates only names nft reads back from its own
+# listing (exit 2 otherwise), and what it made passes `nft -c -f` of that
+# listing. Reading (attach list, stats, monitor) does not load the module.
 #
 #   ns: veth0 <-> veth1 (devices for the flowtables)
 set -eu
@@ -115,23 +117,41 @@ after=$(nft_ns -j list ruleset)
 unchanged() { [ "$before" = "$after" ]; }
 check "refused priorities changed nothing" unchanged
 
+fb offload add inet fw ft
+reads_back() { nft_ns list ruleset | ip netns exec "$ns" nft -c -f -; }
+check "nft list ruleset | nft -c -f - reads back what flowbulk made" reads_back
 fb table delete inet fw
 
 # nft keywords as names: the kernel takes them, nft's syntax cannot write
-# them, so flowbulk must not put them there.
+# them. flowbulk works in a table nft made under one, and makes none.
+echo '{"nftables": [{"add": {"table": {"family": "inet", "name": "flow"}}}]}' | nft_json_cmd
 keyword_names() {
-	fb table add inet flow &&
-		fb flowtable add inet flow table hook ingress devices veth0 &&
-		fb offload add inet flow table &&
+	fb flowtable add inet flow ft hook ingress devices veth0 &&
+		fb offload add inet flow ft &&
 		[ "$(fb -j offload list inet flow | jq '.offloads | length')" = 2 ] &&
 		nft_ns -j list flowtables | jq -e '.nftables[] | select(.flowtable) |
-			.flowtable | select(.table == "flow" and .name == "table")' >/dev/null &&
-		fb offload delete inet flow table &&
-		fb flowtable delete inet flow table &&
+			.flowtable | select(.table == "flow" and .name == "ft")' >/dev/null &&
+		fb offload delete inet flow ft &&
+		fb flowtable delete inet flow ft &&
 		fb table delete inet flow
 }
-check "table \"flow\", flowtable \"table\": made, offloaded to, deleted" keyword_names
+check "table \"flow\" made by nft: flowtable added, offloaded to, deleted" keyword_names
+fb_expect_failure 2 "would make a ruleset nft cannot read back" table add inet flow
+fb_expect_failure 2 "would make a ruleset nft cannot read back" table add inet "my table"
+fb_expect_failure 2 "table name is empty" table add inet ""
+fb_expect_failure 1 "cannot list flowtables: table inet nosuch: No such file or directory" \
+	flowtable list inet nosuch
 
 check "everything removed" [ "$(tables)" = "[]" ]
+
+# A family lookup by name makes the kernel load the module
+# (request_module of its genetlink alias): reading must not.
+nfb_unload_module
+fb_expect_failure 1 "the nf_flow_bulk module is not loaded" stats
+fb_expect_failure 1 "the nf_flow_bulk module is not loaded" monitor count 1
+not_loaded_listing() { [ "$(fb attach list)" = "module not loaded: no attachments" ]; }
+check "attach list without the module: \"module not loaded: no attachments\"" not_loaded_listing
+still_unloaded() { ! nfb_module_loaded; }
+check "stats, monitor and attach list left nf_flow_bulk unloaded" still_unloaded
 
 exit "$ret"

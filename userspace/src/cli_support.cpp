@@ -86,13 +86,26 @@ uint8_t parse_family(std::string_view word) {
 }
 
 void validate_name(std::string_view name, std::string_view what) {
-  // The kernel's only rule for a name (NLA_STRING of at most
+  // The kernel's rules for naming what exists (NLA_STRING of 1 to
   // NFT_NAME_MAXLEN - 1 bytes); everything else (what nft's syntax can
   // write, keywords) is libnftables' business, so a table that exists can
   // always be named here.
+  if (name.empty()) {
+    throw UsageError(std::string(what) + " name is empty");
+  }
   if (name.size() > kMaxNameLength) {
     throw UsageError(std::string(what) + " name is longer than " + std::to_string(kMaxNameLength) +
                      " bytes");
+  }
+}
+
+void validate_new_name(std::string_view name, std::string_view what) {
+  validate_name(name, what);
+  if (!nft_readable_name(name)) {
+    throw UsageError(std::string(what) + " name \"" + std::string(name) +
+                     "\" would make a ruleset nft cannot read back (nft lists names unquoted): "
+                     "a new name starts with a letter, '_' or '.', goes on with letters, digits, "
+                     "'/', '-', '_' or '.', and is not an nft keyword");
   }
 }
 

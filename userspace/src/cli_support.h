@@ -20,9 +20,13 @@ namespace flowbulk {
 
 using Json = nlohmann::ordered_json;
 
-// The version of the JSON documents `-j` prints. Raise it when a field
-// changes meaning or disappears; adding fields keeps it.
-constexpr int kJsonSchemaVersion = 1;
+// The version of the JSON documents `-j` prints
+// (Documentation/flowbulk-json.schema.json). Raise it when a field changes
+// meaning or disappears; adding fields keeps it. 2: attach list without
+// hook_priority, and the stats reasons of genl interface version 2 (three
+// gone, the ids after them one lower). tests/golden/ holds every command's
+// output: a change there is a change of this format.
+constexpr int kJsonSchemaVersion = 2;
 
 struct Options {
   bool json = false;
@@ -72,15 +76,19 @@ bool abbreviates(std::string_view word, std::string_view keyword);
 bool is_plain_number(std::string_view word, bool negative_allowed, bool fraction_allowed);
 
 uint8_t parse_family(std::string_view word);
-// The kernel's length limit; no other rule (the kernel has none).
+// A name of something that exists: not empty and within the kernel's
+// length limit; no other rule (the kernel has none).
 void validate_name(std::string_view name, std::string_view what);
+// A name flowbulk is about to create: validate_name() and one that nft
+// prints back readably (nft_readable_name()). Throws UsageError (exit 2).
+void validate_new_name(std::string_view name, std::string_view what);
 FlowtableRef parse_flowtable_ref(Arguments& arguments);
 
-// Prints {"schema": 1, <body members>} on env.out. Never throws on bad
+// Prints {"schema": kJsonSchemaVersion, <body members>} on env.out. Never throws on bad
 // UTF-8 (a device or table name is bytes to the kernel): invalid sequences
 // are replaced by U+FFFD.
 void emit_json(const Invocation& invocation, const Json& body);
-// Usage text: as is, or with -j as {"schema": 1, "usage": TEXT}.
+// Usage text: as is, or with -j as {"schema": N, "usage": TEXT}.
 void emit_usage(const Invocation& invocation, const char* text);
 // Success of a command that has nothing to show.
 void emit_done(const Invocation& invocation);

@@ -72,6 +72,8 @@ Json flowtable_delete_commands(const FlowtableRef& ref) {
 void flowtable_add(Invocation& invocation, Arguments& arguments) {
   FlowtableSpec spec;
   spec.ref = parse_flowtable_ref(arguments);
+  // The table exists (any name); the flowtable is new.
+  validate_new_name(spec.ref.flowtable, "flowtable");
   std::optional<std::string> hook;
   std::optional<std::string> priority;
   std::optional<std::vector<std::string>> devices;
@@ -237,6 +239,9 @@ void flowtable_list(Invocation& invocation, Arguments& arguments) {
            (name &&
             *name != text_or_empty(nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_NAME)));
   });
+  if (table && flowtables.empty()) {
+    require_table(invocation, *family, *table, "cannot list flowtables");
+  }
   if (name && flowtables.empty()) {
     // One flowtable, as `nft list flowtable`: one that does not exist is an
     // error.

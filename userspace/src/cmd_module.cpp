@@ -24,6 +24,17 @@ NfbClient open_module(Invocation& invocation) {
   return NfbClient(invocation.env.transports.open(NETLINK_GENERIC));
 }
 
+// Read-only commands (attach list, stats, monitor) look before they ask:
+// the kernel loads the module for a family lookup by name (genl's
+// CTRL_CMD_GETFAMILY calls request_module for the family's alias), and
+// reading must not load it.
+[[noreturn]] void fail_module_not_loaded(const std::string& context) {
+  throw Error(context +
+                  ": the nf_flow_bulk module is not loaded (the first attach loads it, or "
+                  "modprobe nf_flow_bulk)",
+              ENOENT);
+}
+
 std::string hint_for_attach_error(int sys_errno) {
   switch (sys_errno) {
     case ENOENT:
@@ -291,10 +302,13 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
   if (!family_from_name(first) && (abbreviates(first, "list") || abbreviates(first, "show"))) {
     arguments.expect_end();
     std::vector<Attachment> attachments;
-    try {
-      attachments = open_module(invocation).list_attachments();
-    } catch (const Error& error) {
-      fail_with_context(error, "cannot list attachments");
+    const bool loaded = invocation.env.module_loaded();
+    if (loaded) {
+      try {
+        attachments = open_module(invocation).list_attachments();
+      } catch (const Error& error) {
+        fail_with_context(error, "cannot list attachments");
+      }
     }
     if (invocation.options.json) {
       Json list = Json::array();
@@ -314,7 +328,11 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
         entry["devices"] = devices;
         list.push_back(entry);
       }
-      emit_json(invocation, Json{{"attachments", list}});
+      emit_json(invocation, Json{{"module_loaded", loaded}, {"attachments", list}});
+      return;
+    }
+    if (!loaded) {
+      invocation.env.out << "module not loaded: no attachments\n";
       return;
     }
     // NOT ADJACENT: the devices where another hook sits between the
@@ -412,6 +430,9 @@ void do_stats(Invocation& invocation, Arguments& arguments) {
     return;
   }
   std::vector<CpuStats> per_cpu;
+  if (!invocation.env.module_loaded()) {
+    fail_module_not_loaded("cannot read statistics");
+  }
   try {
     per_cpu = open_module(invocation).get_stats();
   } catch (const Error& error) {
@@ -466,6 +487,9 @@ void do_monitor(Invocation& invocation, Arguments& arguments) {
       }
       count = parsed;
     }
+  }
+  if (!invocation.env.module_loaded()) {
+    fail_module_not_loaded("cannot read statistics");
   }
   invocation.env.catch_interrupts();
   NfbClient module = open_module(invocation);

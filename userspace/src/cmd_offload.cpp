@@ -260,6 +260,8 @@ OffloadResult add_offload(Invocation& invocation, NftClient& nft, const OffloadS
       const OffloadSpec& spec = plan.spec;
       NftWrite write;
       if (plan.create_chain) {
+        // An existing chain may have any name; a new one is ours to name.
+        validate_new_name(spec.chain, "chain");
         write.chains.push_back(forward_chain(spec.flowtable, spec.chain));
       }
       for (uint8_t protocol : plan.send) {
@@ -347,6 +349,9 @@ void offload_list(Invocation& invocation, Arguments& arguments) {
     rules = read_offload_rules(invocation, nft, family, table);
   } catch (const Error& error) {
     fail_with_context(error, "cannot list offload rules");
+  }
+  if (!table.empty() && rules.empty()) {
+    require_table(invocation, *family, table, "cannot list offload rules");
   }
   if (invocation.options.json) {
     Json list = Json::array();

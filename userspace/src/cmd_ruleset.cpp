@@ -18,6 +18,8 @@
 #include "deferred_signals.h"
 #include "early_ingress.h"
 #include "error.h"
+#include "input_bounds.h"
+#include "names.h"
 #include "nfb_client.h"
 #include "raii.h"
 
@@ -195,6 +197,7 @@ void do_load_file(Invocation& invocation, const std::string& path) {
   const std::string ruleset = read_ruleset(invocation, path);
   const std::string name = path == "-" ? "/dev/stdin" : path;
   const bool json = is_json_ruleset(ruleset);
+  check_ruleset_nesting(ruleset, json, name);
   EarlyIngressRewrite rewrite;
   try {
     rewrite = json ? rewrite_early_ingress_json(ruleset) : rewrite_early_ingress(ruleset);

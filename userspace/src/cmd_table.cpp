@@ -31,7 +31,7 @@ std::vector<std::string> table_flag_names(uint32_t flags) {
 void table_add(Invocation& invocation, Arguments& arguments) {
   const uint8_t family = parse_family(arguments.take("FAMILY"));
   const std::string name = arguments.take("NAME");
-  validate_name(name, "table");
+  validate_new_name(name, "table");
   arguments.expect_end();
   // create, not add: an existing table is an error here, so a typo cannot
   // silently reuse someone else's table.

@@ -4,6 +4,7 @@
 #include <linux/netfilter.h>
 #include <nf_flow_bulk.h>
 
+#include <algorithm>
 #include <array>
 
 #include "flowtable_ref.h"
@@ -73,7 +74,51 @@ constexpr std::array<std::string_view, __NFB_XMIT_MAX> kXmitTypes = {
     "direct",
 };
 
+// Words of nft 1.0.6 (bookworm) that are a syntax error as a table, chain
+// or flowtable name in its own listing, although they fit its identifier
+// pattern: its keywords there. tools/nft-unreadable-names finds them by
+// feeding each token name of libnftables' parser to `nft -c -f` in those
+// three places; a newer nft may add keywords (its listing then needs them
+// quoted, which nft 1.0.6 cannot do for these names).
+constexpr std::array<std::string_view, 142> kNftKeywords = {
+    ".", "accept", "add", "ah", "all", "arp", "auto-merge", "bridge", "cgroup", "chain", "comment",
+    "comp", "constant", "continue", "counter", "cpu", "create", "ct", "day", "dccp", "define",
+    "delete", "describe", "device", "devices", "dnat", "drop", "dst", "dup", "dynamic", "ecn",
+    "element", "elements", "esp", "ether", "exists", "expires", "export", "exthdr", "fib", "flags",
+    "flow", "flowtable", "flush", "frag", "fwd", "gc-interval", "get", "goto", "handle", "hbh",
+    "hook", "hour", "ibriport", "ibrname", "icmp", "icmpv6", "igmp", "iif", "iifgroup", "iifname",
+    "iiftype", "import", "include", "index", "inet", "insert", "interval", "ip", "ip6", "ipsec",
+    "jhash", "jump", "limit", "list", "log", "map", "mark", "masquerade", "meta", "meter", "mh",
+    "missing", "monitor", "netdev", "nftrace", "notrack", "numgen", "obriport", "obrname",
+    "offload", "oif", "oifgroup", "oifname", "oiftype", "osf", "pkttype", "policy", "position",
+    "priority", "queue", "quota", "random", "redefine", "redirect", "reject", "rename", "replace",
+    "reset", "return", "rt", "rt0", "rt2", "rtclassid", "rule", "ruleset", "sctp", "secmark", "set",
+    "size", "skgid", "skuid", "snat", "socket", "srh", "symhash", "synproxy", "table", "tcp", "th",
+    "time", "timeout", "tproxy", "type", "typeof", "udp", "udplite", "undefine", "update", "vlan",
+    "vmap", "xt",
+};
+static_assert(std::ranges::is_sorted(kNftKeywords), "binary searched");
+
 }  // namespace
+
+bool nft_identifier(std::string_view name) {
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (name.empty() || !(letter(name.front()) || name.front() == '_' || name.front() == '.')) {
+    return false;
+  }
+  return std::all_of(name.begin() + 1, name.end(), [&](char c) {
+    return letter(c) || digit(c) || c == '/' || c == '-' || c == '_' || c == '.';
+  });
+}
+
+bool nft_readable_name(std::string_view name) {
+  return nft_identifier(name) && !std::ranges::binary_search(kNftKeywords, name);
+}
+
+std::span<const std::string_view> nft_unreadable_keywords() {
+  return kNftKeywords;
+}
 
 std::span<const std::string_view> decline_reason_names() {
   return kDeclineReasons;

@@ -28,6 +28,19 @@ std::span<const std::string_view> xmit_type_names();
 // newer than this tool (the enums are append-only).
 std::string reason_name(std::span<const std::string_view> names, size_t index);
 
+// One identifier of nft's scanner, the only names its syntax writes
+// unquoted: a letter, '_' or '.', then letters, digits, '/', '-', '_', '.'.
+bool nft_identifier(std::string_view name);
+// Whether nft reads NAME back where its listing prints a table, chain or
+// flowtable name (`table inet NAME {`, `chain NAME {`, `flowtable NAME {`),
+// unquoted: an nft_identifier() that is not one of nft's keywords there. The kernel takes more (blanks, a leading digit, keywords), and
+// such a table exists fine, but `nft list ruleset | nft -f -` cannot load
+// it back: flowbulk creates no such name.
+bool nft_readable_name(std::string_view name);
+// The words nft_readable_name() refuses although they fit the pattern,
+// sorted (for the unit test).
+std::span<const std::string_view> nft_unreadable_keywords();
+
 // Netfilter hook numbers of the netdev family, as nft names them.
 std::string netdev_hook_name(uint32_t hooknum);
 

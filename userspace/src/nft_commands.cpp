@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "error.h"
@@ -130,6 +132,24 @@ std::string run_nft(Invocation& invocation, const Json& commands, const std::str
   return run_nft(invocation, nft_document(commands, context), context);
 }
 
+void require_table(Invocation& invocation, uint8_t family, const std::string& table,
+                   const std::string& context) {
+  std::vector<NftnlTablePtr> tables;
+  try {
+    tables = open_nft(invocation).list_tables(family);
+  } catch (const Error& error) {
+    fail_with_context(error, context);
+  }
+  for (const auto& listed : tables) {
+    if (table == text_or_empty(nftnl_table_get_str(listed.get(), NFTNL_TABLE_NAME))) {
+      return;
+    }
+  }
+  // nft's words for it (`nft list table inet nosuch`), after what failed.
+  throw Error(context + ": table " + table_text(family, table) + ": " + std::strerror(ENOENT),
+              ENOENT);
+}
+
 // {VERB: {KIND: object}}
 Json nft_command(const char* verb, const char* kind, Json object) {
   Json inner = Json::object();
@@ -143,15 +163,9 @@ Json nft_command(const char* verb, const char* kind, Json object) {
 // goes into it only when it is one nft token (its scanner's `string`), so
 // that nothing in it can end the name. Other names go as JSON.
 bool nft_syntax_name(std::string_view name) {
-  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (name.empty() || !(letter(name.front()) || name.front() == '_' || name.front() == '.')) {
-    return false;
-  }
-  return std::all_of(name.begin() + 1, name.end(), [&](char c) {
-    return letter(c) || digit(c) || c == '/' || c == '-' || c == '_' || c == '.';
-  });
+  return nft_identifier(name);
 }
+
 
 // The priority when it is a plain number (what nft's JSON takes).
 std::optional<int32_t> priority_number(const std::string& text) {

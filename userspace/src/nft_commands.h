@@ -94,6 +94,12 @@ std::string run_nft(Invocation& invocation, const Json& commands, const std::str
 // error (libnftables reads JSON as UTF-8).
 std::string nft_document(const Json& commands, const std::string& context);
 
+// For a listing restricted to TABLE that found nothing: a table that does
+// not exist is an error (exit 1) with nft's words, as `nft list table`
+// makes it ("No such file or directory").
+void require_table(Invocation& invocation, uint8_t family, const std::string& table,
+                   const std::string& context);
+
 // {VERB: {KIND: object}}
 Json nft_command(const char* verb, const char* kind, Json object);
 

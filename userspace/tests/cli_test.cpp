@@ -95,7 +95,7 @@ TEST_F(CliTest, AttachJsonPrintsEnvelope) {
   genl().expect(resolve_family(kFakeFamilyId));
   genl().expect(ack_all());
   EXPECT_EQ(run({"-j", "attach", "inet", "fw", "ft"}), kExitOk);
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "ok": true})"));
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "ok": true})"));
 }
 
 TEST_F(CliTest, AttachKernelErrorShowsExtackAndErrno) {
@@ -156,6 +156,7 @@ TEST_F(CliTest, DetachSendsDetach) {
 // attachment (its flowtable deleted, another of its name made since) has
 // no devices; a state from a newer module shows as its number.
 TEST_F(CliTest, AttachListTextAndJson) {
+  module_loaded_ = true;
   auto script = [this] {
     genl().expect(resolve_family(kFakeFamilyId));
     genl().expect(dump_reply([](const nlmsghdr& request) {
@@ -177,7 +178,7 @@ TEST_F(CliTest, AttachListTextAndJson) {
             "ip      t4     f4         9                0      1  -          -\n");
   script();
   EXPECT_EQ(run({"-j", "attach", "l"}), kExitOk) << err();
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "attachments": [
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "module_loaded": true, "attachments": [
       {"family": "ip", "table": "fw", "flowtable": "ft", "priority": -100,
        "scans": 3, "state": "attached",
        "devices": [{"ifindex": 2, "ifname": "eth0", "adjacent": true, "checks": 0},
@@ -193,6 +194,7 @@ TEST_F(CliTest, AttachListTextAndJson) {
 
 // An attachment changed during the dump: listed from the dump asked again.
 TEST_F(CliTest, AttachListDumpsAgainWhenTheDumpWasInterrupted) {
+  module_loaded_ = true;
   genl().expect(resolve_family(kFakeFamilyId));
   genl().expect(dump_reply([](const nlmsghdr& request) {
     Datagram stale = attachment_message(request, "old", "ft", 0, {{2, "eth0", 1}}, 1);
@@ -211,6 +213,7 @@ TEST_F(CliTest, AttachListDumpsAgainWhenTheDumpWasInterrupted) {
 
 // A module that reports neither: unknown, not "adjacent" or "no scans".
 TEST_F(CliTest, AttachListFromAModuleWithoutScansOrAdjacency) {
+  module_loaded_ = true;
   auto script = [this] {
     genl().expect(resolve_family(kFakeFamilyId));
     genl().expect(dump_reply([](const nlmsghdr& request) {
@@ -231,16 +234,17 @@ TEST_F(CliTest, AttachListFromAModuleWithoutScansOrAdjacency) {
 }
 
 TEST_F(CliTest, EmptyListsAreEmptyArrays) {
+  module_loaded_ = true;
   genl().expect(resolve_family(kFakeFamilyId));
   genl().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
   EXPECT_EQ(run({"-j", "attach", "list"}), kExitOk);
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "attachments": []})"));
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "module_loaded": true, "attachments": []})"));
   nft().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
   EXPECT_EQ(run({"-j", "flowtable", "list"}), kExitOk);
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "flowtables": []})"));
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "flowtables": []})"));
   nft().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
   EXPECT_EQ(run({"-j", "table", "list"}), kExitOk);
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "tables": []})"));
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "tables": []})"));
 }
 
 // ---- stats / monitor -----------------------------------------------------------
@@ -260,6 +264,7 @@ void script_stats(ReplayTransport& genl, bool resolve, uint64_t packets0, uint64
 }
 
 TEST_F(CliTest, StatsTextSumsCpusAndNamesReasons) {
+  module_loaded_ = true;
   script_stats(genl(), true, 40, 20);
   EXPECT_EQ(run({"stats"}), kExitOk) << err();
   const std::string unknown = std::to_string(__NFB_DECLINE_MAX);
@@ -275,6 +280,7 @@ TEST_F(CliTest, StatsTextSumsCpusAndNamesReasons) {
 }
 
 TEST_F(CliTest, StatsPerCpuAndHistogramWithRepeatedS) {
+  module_loaded_ = true;
   script_stats(genl(), true, 40, 20);
   EXPECT_EQ(run({"-s", "-s", "stats", "show"}), kExitOk) << err();
   EXPECT_NE(out().find("CPU  PACKETS  BULKS  MEAN  DECLINED  FALLBACK  DROPPED\n"
@@ -296,10 +302,11 @@ TEST_F(CliTest, StatsPerCpuAndHistogramWithRepeatedS) {
 }
 
 TEST_F(CliTest, StatsJsonHasTotalsCpusAndArrays) {
+  module_loaded_ = true;
   script_stats(genl(), true, 40, 20);
   EXPECT_EQ(run({"-j", "stats"}), kExitOk) << err();
   Json document = Json::parse(out());
-  EXPECT_EQ(document["schema"], 1);
+  EXPECT_EQ(document["schema"], 2);
   const Json& total = document["stats"]["total"];
   EXPECT_EQ(total["packets"], 60);
   EXPECT_EQ(total["bulks"], 20);
@@ -329,6 +336,7 @@ TEST_F(CliTest, StatsJsonHasTotalsCpusAndArrays) {
 // Bucket indexes come from the kernel: one past 63 has no 2^i (1 << 64 is
 // undefined); it is counted in the last bucket, 2^63 and up.
 TEST_F(CliTest, StatsHistogramBucketsBeyond63AreCountedInTheLast) {
+  module_loaded_ = true;
   auto script = [this] {
     genl().expect(resolve_family(kFakeFamilyId));
     genl().expect(dump_reply([](const nlmsghdr& request) {
@@ -373,6 +381,7 @@ TEST_F(CliTest, StatsReset) {
 }
 
 TEST_F(CliTest, MonitorPrintsRatesPerInterval) {
+  module_loaded_ = true;
   script_stats(genl(), true, 0, 0);
   script_stats(genl(), false, 400, 200);
   script_stats(genl(), false, 800, 200);
@@ -385,6 +394,7 @@ TEST_F(CliTest, MonitorPrintsRatesPerInterval) {
 }
 
 TEST_F(CliTest, MonitorDividesByTheMeasuredInterval) {
+  module_loaded_ = true;
   clock_stretch_ = 2.0;  // each 1 s sleep took 2 s (a loaded machine)
   script_stats(genl(), true, 0, 0);
   script_stats(genl(), false, 400, 200);
@@ -396,6 +406,7 @@ TEST_F(CliTest, MonitorDividesByTheMeasuredInterval) {
 }
 
 TEST_F(CliTest, MonitorJsonLinesAndInterrupt) {
+  module_loaded_ = true;
   interrupt_after_ = 1;  // the second sleep is interrupted (SIGINT)
   script_stats(genl(), true, 0, 0);
   script_stats(genl(), false, 100, 0);
@@ -405,7 +416,7 @@ TEST_F(CliTest, MonitorJsonLinesAndInterrupt) {
   int count = 0;
   while (std::getline(lines, line)) {
     Json sample = Json::parse(line);
-    EXPECT_EQ(sample["schema"], 1);
+    EXPECT_EQ(sample["schema"], 2);
     EXPECT_EQ(sample["sample"]["packets_per_second"], 100.0);
     EXPECT_EQ(sample["sample"]["bulks_per_second"], 25.0);
     EXPECT_EQ(sample["sample"]["mean_bulk"], 4.0);
@@ -488,7 +499,7 @@ TEST_F(CliTest, FlowtableListJsonAlwaysArrays) {
     return std::vector<Datagram>{flowtable_message(request, "fw", "ft", {"eth0"}, true)};
   }));
   EXPECT_EQ(run({"-j", "flowtable", "list"}), kExitOk) << err();
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "flowtables": [
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "flowtables": [
       {"family": "inet", "table": "fw", "name": "ft", "handle": 7, "hook": "ingress",
        "prio": -10, "devices": ["eth0"], "flags": ["counter"], "use": 0}]})"));
 }
@@ -738,7 +749,7 @@ TEST_F(CliTest, LoadEarlyIngressRulesetAttaches) {
   EXPECT_EQ(engine_.calls, (std::vector<std::string>{"text: /dev/stdin"}));
   EXPECT_NE(engine_.loaded_text.find("hook ingress       priority 0"), std::string::npos);
   EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_ATTACH);
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "file": "/dev/stdin", "loaded": true,
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "file": "/dev/stdin", "loaded": true,
       "attached": [{"family": "inet", "table": "fw", "flowtable": "ft"}], "failed": [],
       "detached": []})"));
 }
@@ -760,7 +771,7 @@ TEST_F(CliTest, CheckRulesetChangesNothing) {
   in_.clear();
   in_.str(kEarlyRuleset);
   EXPECT_EQ(run({"-j", "--check", "-f", "-"}), kExitOk) << err();
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 1, "file": "/dev/stdin", "check": true,
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "file": "/dev/stdin", "check": true,
       "attach": [{"family": "inet", "table": "fw", "flowtable": "ft"}], "detach": []})"));
   engine_.load_result = {.ok = false, .output = {}, .errors = "/dev/stdin:2:3: Error: nope"};
   in_.clear();
@@ -915,12 +926,13 @@ TEST_F(LoadNotAttachedTest, TheLoadStaysAndEveryAttachIsTried) {
 TEST_F(LoadNotAttachedTest, JsonSaysLoadedAttachedAndFailed) {
   EXPECT_EQ(run({"-j", "-f", "-"}), kExitNotAttached);
   EXPECT_EQ(Json::parse(out()),
-            Json::parse(R"json({"schema": 1, "file": "/dev/stdin", "loaded": true,
+            Json::parse(R"json({"schema": 2, "file": "/dev/stdin", "loaded": true,
       "attached": [{"family": "inet", "table": "fw", "flowtable": "ft"},
                    {"family": "ip", "table": "t3", "flowtable": "f3"}],
       "failed": [{"family": "ip", "table": "t2", "flowtable": "f2",
                   "error": "flowtable ip t2 f2 has no device: No such file or directory (ENOENT, errno 2)",
-                  "errno": 2}]})json"));
+                  "errno": 2}],
+      "detached": []})json"));
   EXPECT_EQ(err().rfind("Error: loaded /dev/stdin; not attached: flowtable ip t2 f2 (", 0), 0U)
       << err();
 }

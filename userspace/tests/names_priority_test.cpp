@@ -14,6 +14,7 @@
 
 #include "cli_fixture.h"
 #include "error.h"
+#include "names.h"
 
 namespace flowbulk::testing {
 namespace {
@@ -32,15 +33,16 @@ class NamesTest : public CliTest {
   }
 };
 
-// Names the kernel and nft's JSON take, which the tool used to refuse (all
-// but my-table.v2, which nft's syntax can write too).
+// Names the kernel and nft's JSON take but nft's listing cannot give back
+// (`table inet my table {`): a table someone else made may have one, a
+// table flowbulk makes may not.
 std::vector<std::string> unusual_names() {
-  return {"my table", "1st", "a:b@c", "my-table.v2", "caf\xc3\xa9", "x\"y"};
+  return {"my table", "1st", "a:b@c", "caf\xc3\xa9", "x\"y", "-x", "counter", "flow", "table"};
 }
 
-TEST_F(NamesTest, TablesWithAnyNameTheKernelTakesAreAddedListedAndDeleted) {
+TEST_F(NamesTest, TablesWithAnyNameTheKernelTakesAreListedAndDeleted) {
   for (const std::string& name : unusual_names()) {
-    ASSERT_EQ(run({"table", "add", "inet", name}), kExitOk) << name << ": " << err();
+    nft_kernel().add_table(NFPROTO_INET, name);
     ASSERT_EQ(run({"-j", "table", "list", "inet"}), kExitOk) << err();
     const Json listed = Json::parse(out());
     ASSERT_EQ(listed["tables"].size(), 1U) << out();
@@ -50,10 +52,58 @@ TEST_F(NamesTest, TablesWithAnyNameTheKernelTakesAreAddedListedAndDeleted) {
   }
 }
 
-TEST_F(NamesTest, ATableSomeoneElseCreatedCanBeDeleted) {
-  nft_kernel().add_table(NFPROTO_INET, "their table");
-  EXPECT_EQ(run({"table", "delete", "inet", "their table"}), kExitOk) << err();
-  EXPECT_TRUE(nft_kernel().state().tables.empty());
+// What flowbulk creates, nft can read back from its own listing: table,
+// flowtable and chain names follow nft's identifiers and avoid its
+// keywords; the refusal is a usage error before anything is sent.
+TEST_F(NamesTest, NewNamesAreOnesNftReadsBack) {
+  nft_kernel().add_table(NFPROTO_INET, "fw");
+  nft_kernel().add_flowtable(NFPROTO_INET, "fw", "ft");
+  for (const std::string& name : unusual_names()) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(run({"table", "add", "inet", name}), kExitUsage);
+    EXPECT_NE(err().find("Error: table name \"" + name +
+                         "\" would make a ruleset nft cannot read back"),
+              std::string::npos)
+        << err();
+    EXPECT_EQ(run({"flowtable", "add", "inet", "fw", name, "hook", "ingress", "devices", "eth0"}),
+              kExitUsage);
+    EXPECT_NE(err().find("flowtable name \"" + name + "\" would make"), std::string::npos)
+        << err();
+    EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft", "chain", name}), kExitUsage);
+    EXPECT_NE(err().find("chain name \"" + name + "\" would make"), std::string::npos) << err();
+  }
+  EXPECT_EQ(nft_kernel().batches(), 0U);
+  for (const std::string name : {"my-table.v2", "_x", ".x", "a/b", "state", "last", "Counter"}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(run({"table", "add", "inet", name}), kExitOk) << err();
+    EXPECT_EQ(run({"flowtable", "add", "inet", name, name, "hook", "ingress", "devices", "eth0"}),
+              kExitOk)
+        << err();
+    EXPECT_EQ(run({"offload", "add", "inet", name, name, "chain", name}), kExitOk) << err();
+  }
+}
+
+TEST_F(NamesTest, EveryKeywordIsRefusedAndTheListIsSorted) {
+  EXPECT_TRUE(std::is_sorted(nft_unreadable_keywords().begin(), nft_unreadable_keywords().end()));
+  for (std::string_view keyword : nft_unreadable_keywords()) {
+    EXPECT_FALSE(nft_readable_name(keyword)) << keyword;
+  }
+  EXPECT_TRUE(nft_readable_name("fw"));
+}
+
+TEST_F(NamesTest, EmptyNamesAreUsageErrors) {
+  nft_kernel().add_table(NFPROTO_INET, "fw");
+  EXPECT_EQ(run({"table", "add", "inet", ""}), kExitUsage);
+  EXPECT_NE(err().find("table name is empty"), std::string::npos) << err();
+  EXPECT_EQ(run({"table", "delete", "inet", ""}), kExitUsage);
+  EXPECT_EQ(run({"flowtable", "add", "inet", "fw", "", "hook", "ingress", "devices", "eth0"}),
+            kExitUsage);
+  EXPECT_NE(err().find("flowtable name is empty"), std::string::npos) << err();
+  EXPECT_EQ(run({"attach", "inet", "fw", ""}), kExitUsage);
+  EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft", "chain", ""}), kExitUsage);
+  EXPECT_NE(err().find("chain name is empty"), std::string::npos) << err();
+  EXPECT_EQ(nft_kernel().batches(), 0U);
+  EXPECT_EQ(transports_.opened(NETLINK_GENERIC), 0);
 }
 
 TEST_F(NamesTest, AFlowtableInATableWithAnUnusualNameIsAttached) {
@@ -63,10 +113,29 @@ TEST_F(NamesTest, AFlowtableInATableWithAnUnusualNameIsAttached) {
   EXPECT_EQ(genl().sent().size(), 2U);
 }
 
-TEST_F(NamesTest, OnlyTheKernelsLengthLimitIsChecked) {
-  EXPECT_EQ(run({"table", "add", "inet", std::string(256, 'a')}), kExitUsage);
+// The kernel's limit (NFT_NAME_MAXLEN - 1 bytes), for new names and for
+// names of what exists.
+TEST_F(NamesTest, TheKernelsLengthLimit) {
+  const std::string longest(255, 'a');
+  const std::string too_long(256, 'a');
+  EXPECT_EQ(run({"table", "add", "inet", too_long}), kExitUsage);
+  EXPECT_NE(err().find("table name is longer than 255 bytes"), std::string::npos) << err();
+  EXPECT_EQ(run({"table", "delete", "inet", too_long}), kExitUsage);
   EXPECT_EQ(nft_kernel().batches(), 0U);
-  EXPECT_EQ(run({"table", "add", "inet", std::string(255, 'a')}), kExitOk) << err();
+  EXPECT_EQ(run({"table", "add", "inet", longest}), kExitOk) << err();
+  EXPECT_EQ(run({"flowtable", "add", "inet", longest, too_long, "hook", "ingress", "devices",
+                 "eth0"}),
+            kExitUsage);
+  EXPECT_NE(err().find("flowtable name is longer than 255 bytes"), std::string::npos) << err();
+  EXPECT_EQ(run({"flowtable", "add", "inet", longest, longest, "hook", "ingress", "devices",
+                 "eth0"}),
+            kExitOk)
+      << err();
+  EXPECT_EQ(run({"offload", "add", "inet", longest, longest, "chain", too_long}), kExitUsage);
+  EXPECT_NE(err().find("chain name is longer than 255 bytes"), std::string::npos) << err();
+  EXPECT_EQ(run({"offload", "add", "inet", longest, longest, "chain", longest}), kExitOk)
+      << err();
+  EXPECT_EQ(run({"table", "delete", "inet", longest}), kExitOk) << err();
 }
 
 TEST_F(NamesTest, ANameThatIsNotUtf8CannotBeWrittenAsNftCommands) {
@@ -150,31 +219,33 @@ TEST_F(NamesTest, AFlowtableInATableNftSyntaxCannotNameTakesANumericPriority) {
 }
 
 // nft keywords are names the kernel takes and nft's syntax cannot write:
-// the tool must not turn them into a syntax error about a command the user
-// never typed.
-TEST_F(NamesTest, NamesThatAreNftKeywords) {
+// flowbulk makes none, but works with a table and flowtable someone else
+// named so, without turning them into a syntax error about a command the
+// user never typed.
+TEST_F(NamesTest, ObjectsSomeoneElseNamedWithNftKeywords) {
   for (const std::string name : {"flow", "table", "counter", "ip", "inet", "offload"}) {
     SCOPED_TRACE(name);
-    ASSERT_EQ(run({"table", "add", "inet", name}), kExitOk) << err();
-    ASSERT_EQ(run({"flowtable", "add", "inet", name, name, "hook", "ingress", "devices", "eth0"}),
-              kExitOk)
-        << err();
+    nft_kernel().add_table(NFPROTO_INET, name);
+    nft_kernel().add_flowtable(NFPROTO_INET, name, name);
     ASSERT_EQ(run({"offload", "add", "inet", name, name}), kExitOk) << err();
     EXPECT_EQ(nft_kernel().rules(NFPROTO_INET, name, "forward").size(), 2U);
     ASSERT_EQ(run({"-j", "offload", "list", "inet", name}), kExitOk) << err();
     EXPECT_EQ(Json::parse(out())["offloads"].size(), 2U) << out();
     ASSERT_EQ(run({"offload", "delete", "inet", name, name}), kExitOk) << err();
     ASSERT_EQ(run({"flowtable", "delete", "inet", name, name}), kExitOk) << err();
+    ASSERT_EQ(run({"flowtable", "add", "inet", name, "ft", "hook", "ingress", "devices", "eth0"}),
+              kExitOk)
+        << err();
     ASSERT_EQ(run({"table", "delete", "inet", name}), kExitOk) << err();
   }
   EXPECT_TRUE(nft_kernel().state().tables.empty());
 }
 
-// A keyword name with what only nft's syntax can say: nft's error, and
-// what to do instead.
+// A keyword table name with what only nft's syntax can say: nft's error,
+// and what to do instead.
 TEST_F(NamesTest, AKeywordNameWithCounterSaysWhatToDoInstead) {
-  nft_kernel().add_table(NFPROTO_INET, "fw");
-  EXPECT_EQ(run({"flowtable", "add", "inet", "fw", "flow", "hook", "ingress", "devices", "eth0",
+  nft_kernel().add_table(NFPROTO_INET, "flow");
+  EXPECT_EQ(run({"flowtable", "add", "inet", "flow", "ft", "hook", "ingress", "devices", "eth0",
                  "counter"}),
             kExitFailure);
   EXPECT_NE(err().find("syntax error"), std::string::npos) << err();
@@ -220,6 +291,7 @@ TEST_F(NamesTest, AJsonRulesetThatIsNotJsonSaysSo) {
 TEST_F(NamesTest, OffloadIntoATableAndChainWithUnusualNames) {
   nft_kernel().add_table(NFPROTO_INET, "my table");
   nft_kernel().add_flowtable(NFPROTO_INET, "my table", "ft");
+  nft_kernel().add_base_chain(NFPROTO_INET, "my table", "fwd 1", NF_INET_FORWARD, 0, NF_ACCEPT);
   ASSERT_EQ(run({"offload", "add", "inet", "my table", "ft", "chain", "fwd 1"}), kExitOk) << err();
   EXPECT_EQ(nft_kernel().rules(NFPROTO_INET, "my table", "fwd 1").size(), 2U);
   ASSERT_EQ(run({"offload", "delete", "inet", "my table", "ft", "chain", "fwd 1"}), kExitOk)

@@ -623,7 +623,7 @@ TEST_F(CliTest, EveryJsonOutputIsAJsonDocument) {
     ASSERT_EQ(run(words), kExitOk) << err();
     const Json json = Json::parse(out(), nullptr, false);
     EXPECT_FALSE(json.is_discarded()) << ::testing::PrintToString(words) << ": " << out();
-    EXPECT_EQ(json.value("schema", 0), 1) << out();
+    EXPECT_EQ(json.value("schema", 0), 2) << out();
   }
 }
 
