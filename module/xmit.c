@@ -220,13 +220,20 @@ static struct neighbour *nfb_neigh(struct net_device *dev, __be16 proto,
 }
 
 /*
+ * What the helpers that build a packet's headers return when it can go on:
+ * not a counter (NFB_DROP_DEV_DOWN is 0), one past the uAPI's drop reasons.
+ */
+#define NFB_DROP_NONE	__NFB_DROP_MAX
+
+/*
  * Push the L2 header; the skb's data starts at its network header. @eth is
  * the bulk's Ethernet header, built once, or NULL for other link types,
  * whose header goes from @ha to @sa (NULL: the device's address).
  */
-static int nfb_push_l2(struct sk_buff *skb, struct net_device *dev,
-		       const u8 *ha, const u8 *sa, const struct ethhdr *eth,
-		       unsigned int hh_len)
+static enum nfb_drop_reason nfb_push_l2(struct sk_buff *skb,
+					struct net_device *dev, const u8 *ha,
+					const u8 *sa, const struct ethhdr *eth,
+					unsigned int hh_len)
 {
 	__skb_pull(skb, skb_network_offset(skb));
 	if (unlikely(skb_headroom(skb) < hh_len) && skb_cow_head(skb, hh_len))
@@ -237,7 +244,7 @@ static int nfb_push_l2(struct sk_buff *skb, struct net_device *dev,
 				 skb->len) < 0)
 		return NFB_DROP_HEADER;
 	skb_reset_mac_header(skb);
-	return 0;
+	return NFB_DROP_NONE;
 }
 
 /*
@@ -251,8 +258,8 @@ static int nfb_push_l2(struct sk_buff *skb, struct net_device *dev,
  * where nfb_push_l2() puts the link-layer header. @hh_len: the headroom
  * that header needs.
  */
-static int nfb_vlan_push(struct sk_buff *skb, __be16 proto, u16 tci,
-			 unsigned int hh_len)
+static enum nfb_drop_reason nfb_vlan_push(struct sk_buff *skb, __be16 proto,
+					  u16 tci, unsigned int hh_len)
 {
 	struct vlan_hdr *vhdr;
 
@@ -267,15 +274,17 @@ static int nfb_vlan_push(struct sk_buff *skb, __be16 proto, u16 tci,
 		skb_postpush_rcsum(skb, vhdr, VLAN_HLEN);
 	}
 	__vlan_hwaccel_put_tag(skb, proto, tci);
-	return 0;
+	return NFB_DROP_NONE;
 }
 
-static int nfb_encap_push(struct sk_buff *skb, const struct nfb_cb *cb,
-			  unsigned int hh_len)
+static enum nfb_drop_reason nfb_encap_push(struct sk_buff *skb,
+					   const struct nfb_cb *cb,
+					   unsigned int hh_len)
 {
+	enum nfb_drop_reason err;
 	struct pppoe_hdr *ph;
 	__be16 ppp_proto;
-	int i, err;
+	int i;
 
 	__skb_pull(skb, skb_network_offset(skb));
 	for (i = NF_FLOW_TABLE_ENCAP_MAX - 1; i >= 0; i--) {
@@ -284,7 +293,7 @@ static int nfb_encap_push(struct sk_buff *skb, const struct nfb_cb *cb,
 		case htons(ETH_P_8021AD):
 			err = nfb_vlan_push(skb, cb->encap[i].proto,
 					    cb->encap[i].id, hh_len);
-			if (err)
+			if (err != NFB_DROP_NONE)
 				return err;
 			break;
 		case htons(ETH_P_PPP_SES):
@@ -313,7 +322,7 @@ static int nfb_encap_push(struct sk_buff *skb, const struct nfb_cb *cb,
 			break;
 		}
 	}
-	return 0;
+	return NFB_DROP_NONE;
 }
 
 /*
@@ -406,13 +415,14 @@ static enum nfb_fallback_reason nfb_vlan_chain(struct net_device *top,
  * the device below (as validate_xmit_vlan() does). @tail: 6.1's stack
  * leaves it so on the wire too.
  */
-static int nfb_vlan_chain_push(struct sk_buff *skb,
-			       const struct nfb_vlan_chain *c,
-			       unsigned int hh_len)
+static enum nfb_drop_reason
+nfb_vlan_chain_push(struct sk_buff *skb, const struct nfb_vlan_chain *c,
+		    unsigned int hh_len)
 {
 #if IS_ENABLED(CONFIG_VLAN_8021Q)
 	const struct vlan_dev_priv *v;
-	int i, err;
+	enum nfb_drop_reason err;
+	int i;
 	u16 tci;
 
 	__skb_pull(skb, skb_network_offset(skb));
@@ -421,11 +431,11 @@ static int nfb_vlan_chain_push(struct sk_buff *skb,
 		tci = v->vlan_id |
 		      vlan_dev_get_egress_qos_mask(c->dev[i], skb->priority);
 		err = nfb_vlan_push(skb, v->vlan_proto, tci, hh_len);
-		if (err)
+		if (err != NFB_DROP_NONE)
 			return err;
 	}
 #endif
-	return 0;
+	return NFB_DROP_NONE;
 }
 
 /*
@@ -441,13 +451,13 @@ static noinline struct sk_buff *nfb_push_list(struct sk_buff *skb,
 					      unsigned int hh_len)
 {
 	struct sk_buff *head = NULL, **tail = &head, *next;
-	int err;
+	enum nfb_drop_reason err;
 
 	for (; skb; skb = next) {
 		next = skb->next;
 		err = chain ? nfb_vlan_chain_push(skb, chain, hh_len) :
 			      nfb_encap_push(skb, NFB_CB(skb), hh_len);
-		if (unlikely(err)) {
+		if (unlikely(err != NFB_DROP_NONE)) {
 			skb_mark_not_on_list(skb);
 			nfb_count_drop(nn, err);
 			kfree_skb(skb);
@@ -884,7 +894,7 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	struct neighbour *neigh;
 	enum nfb_fallback_reason r;
 	struct sk_buff *list = NULL, **tail = &list, *rest;
-	bool validate = false, dst_release;
+	bool validate = false, drop_dst;
 	struct ethhdr eth __uninitialized;
 	struct ethhdr *ethp = NULL;
 	struct Qdisc *q, *bypass = NULL, *locked = NULL;
@@ -893,7 +903,8 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	bool gso = false, encap, vlan_push;
 	struct nfb_vlan_chain chain;
 	enum nfb_fallback_reason vr;
-	int cpu, err;
+	enum nfb_drop_reason err;
+	int cpu;
 
 	b->tail->next = NULL;
 	skb = b->head;
@@ -1000,7 +1011,7 @@ header:
 			locked = q;
 	}
 	/* What __dev_queue_xmit() does with the route before the qdisc. */
-	dst_release = dev->priv_flags & IFF_XMIT_DST_RELEASE;
+	drop_dst = dev->priv_flags & IFF_XMIT_DST_RELEASE;
 
 	if (unlikely(encap || vlan_push || ppp)) {
 		skb = nfb_push_list(skb, nn, vlan_push ? &chain : NULL, hh_len);
@@ -1014,7 +1025,7 @@ header:
 		next = skb->next;
 		skb_mark_not_on_list(skb);
 		err = nfb_push_l2(skb, dev, ha, sap, ethp, hh_len);
-		if (unlikely(err)) {
+		if (unlikely(err != NFB_DROP_NONE)) {
 			nfb_count_drop(nn, err);
 			kfree_skb(skb);
 			continue;
@@ -1025,7 +1036,7 @@ header:
 		}
 		nfb_cb_clear(skb);
 		nfb_skb_clear_tc_at_ingress(skb);
-		if (dst_release)
+		if (drop_dst)
 			skb_dst_drop(skb);
 		else
 			skb_dst_force(skb);
