@@ -1067,7 +1067,7 @@ header:
 	}
 	if (bypass || locked)
 		for (skb = list; skb; skb = skb->next)
-			qdisc_skb_cb(skb)->pkt_len = skb->len;
+			nfb_qdisc_pkt_len_init(skb);
 
 	this_cpu_inc(nn->stats->bulks);
 	this_cpu_inc(nn->stats->hist[nfb_hist_bucket(n)]);
