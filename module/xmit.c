@@ -360,7 +360,8 @@ static bool nfb_pushes_encap(const struct nfb_cb *cb)
  * 6.1 / 6.12 (fastpath.c, nfb_vlan_out()): the VLAN devices a bulk stands
  * in for, from the route's device (innermost tag) down to the real device
  * the bulk goes to. Each must be up, with no qdisc and no egress hook:
- * otherwise the packets go through them (the reason is returned).
+ * otherwise the packets go through them (the reason is returned), or are
+ * dropped where one is down (NFB_STAND_IN_DOWN).
  */
 struct nfb_vlan_chain {
 	struct net_device	*dev[NF_FLOW_TABLE_ENCAP_MAX];
@@ -368,16 +369,25 @@ struct nfb_vlan_chain {
 };
 
 /*
+ * Not a fallback: a device the module stands in for is down. Its packets
+ * are dropped and counted as dev_down, as for a bulk's own device: through
+ * it they would only meet dev_queue_xmit()'s drop on a device that is not
+ * up, and, on the way there, a neighbour being resolved (its neighbours
+ * went down with it), which is not why they do not leave.
+ */
+#define NFB_STAND_IN_DOWN	((enum nfb_fallback_reason)(__NFB_FALLBACK_MAX + 1))
+
+/*
  * Whether the module can stand in for @d, a device it does not transmit
  * on: up, no egress hook, one queue and no qdisc. __NFB_FALLBACK_MAX if
- * it can, else why not.
+ * it can, else why not (NFB_STAND_IN_DOWN: down).
  */
 static enum nfb_fallback_reason nfb_stand_in_ok(struct net_device *d)
 {
 	struct Qdisc *q;
 
 	if (!netif_running(d))
-		return NFB_FALLBACK_NEIGH;
+		return NFB_STAND_IN_DOWN;
 	if (nfb_dev_has_egress_hooks(d))
 		return NFB_FALLBACK_EGRESS_HOOK;
 	q = rcu_dereference_bh(netdev_get_tx_queue(d, 0)->qdisc);
@@ -938,8 +948,14 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 	 * the packet while the address is resolved and, with the route still
 	 * attached, sends ICMP host unreachable when resolution fails. The
 	 * neighbour is the route's device's, which is not @dev where the
-	 * module stands in for it (a VLAN device, say).
+	 * module stands in for it (a VLAN device, say); a route's device
+	 * that is down has none (NFB_STAND_IN_DOWN).
 	 */
+	if (unlikely(NFB_CB(skb)->stand_in &&
+		     !netif_running(skb_dst(skb)->dev))) {
+		vr = NFB_STAND_IN_DOWN;
+		goto neigh_xmit;
+	}
 	if (vlan_push && skb_dst(skb)->dev->type == ARPHRD_PPP) {
 		/* A PPPoE session: no neighbour, the session's peer. */
 		vr = nfb_ppp_session(skb_dst(skb)->dev, dev, NFB_CB(skb), ha);
@@ -1164,6 +1180,10 @@ queue:
 	return;
 
 neigh_xmit:
+	if (unlikely(vr == NFB_STAND_IN_DOWN)) {
+		nfb_drop_list(skb, nn, NFB_DROP_DEV_DOWN);
+		return;
+	}
 	for (; skb; skb = next) {
 		next = skb->next;
 		skb_mark_not_on_list(skb);
