@@ -351,9 +351,19 @@ static __be16 nfb_encap_ethertype(const struct nfb_cb *cb, __be16 proto)
 	return proto;
 }
 
+/*
+ * Whether the flow's encapsulation is pushed here: where the stock hook
+ * pushes it, on a DIRECT flow, or a NEIGH flow the module stands in for
+ * the route's device on. The probe behind nfb_flowtable_pushes_encap()
+ * goes by a member of the tuple (compat.h): a kernel that backports that
+ * without the push may still send a NEIGH flow on the route's device (the
+ * tuple's ifidx), the VLAN device say, which then pushes its own tag;
+ * pushing here too would tag the packets twice.
+ */
 static bool nfb_pushes_encap(const struct nfb_cb *cb)
 {
-	return nfb_flowtable_pushes_encap() && cb->encap[0].proto;
+	return nfb_flowtable_pushes_encap() && cb->encap[0].proto &&
+	       (cb->stand_in || cb->xmit == NFB_XMIT_DIRECT);
 }
 
 /*
