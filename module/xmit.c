@@ -985,6 +985,18 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b)
 		vr = NFB_FALLBACK_NEIGH;
 		goto neigh_xmit;
 	}
+	/*
+	 * The header takes @dev's address length from the neighbour, which
+	 * neigh_ha_snapshot() copies for its own device's. A neighbour of
+	 * another length is one of a device the module stands in for and
+	 * cannot write the link header of: a PPP device's, of none (6.19 to
+	 * 7.2 make a PPPoE flow NEIGH, on the Ethernet device behind the PPP
+	 * device). Its packets go through the route's device instead.
+	 */
+	if (unlikely(neigh->dev->addr_len != dev->addr_len)) {
+		vr = NFB_FALLBACK_NEIGH;
+		goto neigh_xmit;
+	}
 	neigh_ha_snapshot(ha, neigh, neigh->dev);
 	ether_addr_copy(sa, dev->dev_addr);
 	sap = NULL;
