@@ -23,6 +23,7 @@
 #include <linux/slab.h>
 #include <net/net_namespace.h>
 #include <net/netfilter/nf_flow_table.h>
+#include <net/sch_generic.h>
 
 /*
  * d457a0e329b0 ("net: move gso declarations and functions to their own
@@ -139,6 +140,23 @@ static inline void nfb_skb_set_sender_cpu(struct sk_buff *skb)
 	 */
 	if (skb->sender_cpu - 1 >= (u32)nr_cpu_ids)
 		skb->sender_cpu = raw_smp_processor_id() + 1;
+#endif
+}
+
+/*
+ * What __dev_queue_xmit() leaves in the qdisc's part of the control block
+ * for a packet it hands to a qdisc, passed by or enqueued: its length and,
+ * since b2a38f6df9da ("net_sched: make room for (struct
+ * qdisc_skb_cb)->pkt_segs", 6.19), its segment count, which the qdisc's
+ * statistics count packets by and cake splits GSO packets by. Unset, those
+ * bytes hold what the receive path left there (GRO's). For a packet that
+ * is not GSO: the list path leaves GSO packets to dev_queue_xmit().
+ */
+static inline void nfb_qdisc_pkt_len_init(struct sk_buff *skb)
+{
+	qdisc_skb_cb(skb)->pkt_len = skb->len;
+#ifdef NFB_HAVE_QDISC_PKT_SEGS
+	qdisc_skb_cb(skb)->pkt_segs = 1;
 #endif
 }
 

@@ -115,6 +115,16 @@ probe FLOW_XMIT_REAL_DEV "$@" <<'EOF' &
 int nfb_probe = sizeof(((struct flow_offload_tuple *)0)->ifidx);
 EOF
 
+# b2a38f6df9da ("net_sched: make room for (struct qdisc_skb_cb)->pkt_segs",
+# 6.19): the qdisc's part of the control block carries the packet's
+# segment count next to its length (bytes 4..5), which bstats_update() and
+# cake read instead of skb_shinfo(); __dev_queue_xmit() sets both
+# (qdisc_pkt_len_segs_init(), 874c1928d372).
+probe QDISC_PKT_SEGS "$@" <<'EOF' &
+#include <net/sch_generic.h>
+int nfb_probe = sizeof(((struct qdisc_skb_cb *)0)->pkt_segs);
+EOF
+
 # The full polled grace-period state (get_state_synchronize_rcu_full(),
 # 6.2; in Debian's 6.1 too) is struct rcu_gp_oldstate up to 6.x and
 # struct rcu_gp_seq in the 7.3 headers (flowcache.c reads it per lookup).

@@ -497,12 +497,14 @@ static bool nfb_exceeds_mtu(const struct sk_buff *skb, unsigned int mtu)
 }
 
 /*
- * Flows whose encapsulation the stock hook of this kernel handles in a way
- * the module does not (compat.h): where the stock hook pushes VLAN / PPPoE
- * itself, a GSO packet that gets more than the one tag skb->vlan_tci
- * carries: the stock hook cuts one under PPPoE into segments first
- * (needs_gso_segment), and a header pushed into a GSO packet would have to
- * be repeated per segment.
+ * Packets whose encapsulation the stock hook of this kernel handles in a
+ * way the module does not (compat.h): where the stock hook pushes VLAN /
+ * PPPoE itself, a GSO packet that gets more than the one tag
+ * skb->vlan_tci carries: the stock hook cuts one under PPPoE into
+ * segments first (needs_gso_segment), and a header pushed into a GSO
+ * packet would have to be repeated per segment. The flow's other packets
+ * are taken (NFB_DECLINE_ENCAP_GSO: the hook drains before it declines
+ * one of these).
  */
 static __always_inline bool
 nfb_encap_left_to_stock(const struct flow_offload *flow,
@@ -1088,7 +1090,7 @@ again:
 	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
 		return NFB_DECLINE_HW_OFFLOAD;
 	if (nfb_encap_left_to_stock(flow, dir, skb))
-		return NFB_DECLINE_ENCAP;
+		return NFB_DECLINE_ENCAP_GSO;
 	rt = NULL;
 	switch (tuplehash->tuple.xmit_type) {
 	case FLOW_OFFLOAD_XMIT_NEIGH:
@@ -1289,7 +1291,7 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
 		return NFB_DECLINE_HW_OFFLOAD;
 	if (nfb_encap_left_to_stock(flow, dir, skb))
-		return NFB_DECLINE_ENCAP;
+		return NFB_DECLINE_ENCAP_GSO;
 	rt = NULL;
 	switch (tuplehash->tuple.xmit_type) {
 	case FLOW_OFFLOAD_XMIT_NEIGH:
@@ -1387,8 +1389,10 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
  * TCP nor UDP (ICMP, neighbour discovery, GRE...), whose packets
  * would otherwise cut every bulk short; nor do encapsulated packets
  * that are not IP (PPP control protocols) or that the stock hook
- * does not parse either. A malformed encapsulation drains: the stock
- * hook, which checks less, may still forward it.
+ * does not parse either, nor bridge flows into a tunnel (encap). A
+ * malformed encapsulation drains: the stock hook, which checks less, may
+ * still forward it. So does a GSO packet into PPPoE or two tags
+ * (encap_gso), whose flow's other packets are taken.
  */
 static bool nfb_decline_needs_drain(int ret)
 {

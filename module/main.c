@@ -123,7 +123,7 @@ static const char * const nfb_decline_names[] = {
 	"disabled", "not_ip", "header", "no_flowtable", "miss", "frag",
 	"options", "ttl", "mtu", "tcp_flags", "dst_stale", "hw_offload",
 	"xmit_type", "encap", "unwritable", "l4proto", "shared",
-	"encap_header", "pppoe", "ppp_proto", "direct_dev",
+	"encap_header", "pppoe", "ppp_proto", "direct_dev", "encap_gso",
 };
 
 static const char * const nfb_fallback_names[] = {

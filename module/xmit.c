@@ -255,13 +255,20 @@ static struct neighbour *nfb_neigh(struct net_device *dev, __be16 proto,
 }
 
 /*
+ * What the helpers that build a packet's headers return when it can go on:
+ * not a counter (NFB_DROP_DEV_DOWN is 0), one past the uAPI's drop reasons.
+ */
+#define NFB_DROP_NONE	__NFB_DROP_MAX
+
+/*
  * Push the L2 header; the skb's data starts at its network header. @eth is
  * the bulk's Ethernet header, built once, or NULL for other link types,
  * whose header goes from @ha to @sa (NULL: the device's address).
  */
-static int nfb_push_l2(struct sk_buff *skb, struct net_device *dev,
-		       const u8 *ha, const u8 *sa, const struct ethhdr *eth,
-		       unsigned int hh_len)
+static enum nfb_drop_reason nfb_push_l2(struct sk_buff *skb,
+					struct net_device *dev, const u8 *ha,
+					const u8 *sa, const struct ethhdr *eth,
+					unsigned int hh_len)
 {
 	__skb_pull(skb, skb_network_offset(skb));
 	if (unlikely(skb_headroom(skb) < hh_len) && skb_cow_head(skb, hh_len))
@@ -272,7 +279,7 @@ static int nfb_push_l2(struct sk_buff *skb, struct net_device *dev,
 				 skb->len) < 0)
 		return NFB_DROP_HEADER;
 	skb_reset_mac_header(skb);
-	return 0;
+	return NFB_DROP_NONE;
 }
 
 /*
@@ -286,8 +293,8 @@ static int nfb_push_l2(struct sk_buff *skb, struct net_device *dev,
  * where nfb_push_l2() puts the link-layer header. @hh_len: the headroom
  * that header needs.
  */
-static int nfb_vlan_push(struct sk_buff *skb, __be16 proto, u16 tci,
-			 unsigned int hh_len)
+static enum nfb_drop_reason nfb_vlan_push(struct sk_buff *skb, __be16 proto,
+					  u16 tci, unsigned int hh_len)
 {
 	struct vlan_hdr *vhdr;
 
@@ -302,15 +309,17 @@ static int nfb_vlan_push(struct sk_buff *skb, __be16 proto, u16 tci,
 		skb_postpush_rcsum(skb, vhdr, VLAN_HLEN);
 	}
 	__vlan_hwaccel_put_tag(skb, proto, tci);
-	return 0;
+	return NFB_DROP_NONE;
 }
 
-static int nfb_encap_push(struct sk_buff *skb, const struct nfb_cb *cb,
-			  unsigned int hh_len)
+static enum nfb_drop_reason nfb_encap_push(struct sk_buff *skb,
+					   const struct nfb_cb *cb,
+					   unsigned int hh_len)
 {
+	enum nfb_drop_reason err;
 	struct pppoe_hdr *ph;
 	__be16 ppp_proto;
-	int i, err;
+	int i;
 
 	__skb_pull(skb, skb_network_offset(skb));
 	for (i = NF_FLOW_TABLE_ENCAP_MAX - 1; i >= 0; i--) {
@@ -319,7 +328,7 @@ static int nfb_encap_push(struct sk_buff *skb, const struct nfb_cb *cb,
 		case htons(ETH_P_8021AD):
 			err = nfb_vlan_push(skb, cb->encap[i].proto,
 					    cb->encap[i].id, hh_len);
-			if (err)
+			if (err != NFB_DROP_NONE)
 				return err;
 			break;
 		case htons(ETH_P_PPP_SES):
@@ -348,7 +357,7 @@ static int nfb_encap_push(struct sk_buff *skb, const struct nfb_cb *cb,
 			break;
 		}
 	}
-	return 0;
+	return NFB_DROP_NONE;
 }
 
 /*
@@ -377,19 +386,30 @@ static __be16 nfb_encap_ethertype(const struct nfb_cb *cb, __be16 proto)
 	return proto;
 }
 
+/*
+ * Whether the flow's encapsulation is pushed here: where the stock hook
+ * pushes it, on a DIRECT flow, or a NEIGH flow the module stands in for
+ * the route's device on. The probe behind nfb_flowtable_pushes_encap()
+ * goes by a member of the tuple (compat.h): a kernel that backports that
+ * without the push may still send a NEIGH flow on the route's device (the
+ * tuple's ifidx), the VLAN device say, which then pushes its own tag;
+ * pushing here too would tag the packets twice.
+ */
 static bool nfb_pushes_encap(const struct nfb_cb *cb)
 {
-	return nfb_flowtable_pushes_encap() && cb->encap[0].proto;
+	return nfb_flowtable_pushes_encap() && cb->encap[0].proto &&
+	       (cb->stand_in || cb->xmit == NFB_XMIT_DIRECT);
 }
 
 /*
  * 6.1 / 6.12 (fastpath.c, nfb_vlan_out()): the VLAN devices a bulk stands
  * in for, from the route's device (innermost tag) down to the real device
  * the bulk goes to. Each must be up, with no qdisc and no egress hook:
- * otherwise the packets go through them (the reason is returned). @nit:
- * bit i set while dev[i] has taps, which the module feeds (nfb_vlan_frame()).
- * @sent, @bytes, @dropped: what the devices count once the bulk is handed
- * on (nfb_vlan_tally()).
+ * otherwise the packets go through them (the reason is returned), or are
+ * dropped where one is down (NFB_STAND_IN_DOWN). @nit: bit i set while
+ * dev[i] has taps, which the module feeds (nfb_vlan_frame()). @sent,
+ * @bytes, @dropped: what the devices count once the bulk is handed on
+ * (nfb_vlan_tally()).
  */
 struct nfb_vlan_chain {
 	struct net_device	*dev[NF_FLOW_TABLE_ENCAP_MAX];
@@ -401,18 +421,27 @@ struct nfb_vlan_chain {
 };
 
 /*
+ * Not a fallback: a device the module stands in for is down. Its packets
+ * are dropped and counted as dev_down, as for a bulk's own device: through
+ * it they would only meet dev_queue_xmit()'s drop on a device that is not
+ * up, and, on the way there, a neighbour being resolved (its neighbours
+ * went down with it), which is not why they do not leave.
+ */
+#define NFB_STAND_IN_DOWN	((enum nfb_fallback_reason)(__NFB_FALLBACK_MAX + 1))
+
+/*
  * Whether the module can stand in for @d, a device it does not transmit
  * on: up, no egress hook, one queue and no qdisc. __NFB_FALLBACK_MAX if
- * it can, else why not. Taps on @d do not keep it from standing in: the
- * module feeds them as @d's transmit would (nfb_vlan_frame(), and
- * nfb_push_list() for a PPP device).
+ * it can, else why not (NFB_STAND_IN_DOWN: down). Taps on @d do not keep
+ * it from standing in: the module feeds them as @d's transmit would
+ * (nfb_vlan_frame(), and nfb_push_list() for a PPP device).
  */
 static enum nfb_fallback_reason nfb_stand_in_ok(struct net_device *d)
 {
 	struct Qdisc *q;
 
 	if (!netif_running(d))
-		return NFB_FALLBACK_NEIGH;
+		return NFB_STAND_IN_DOWN;
 	if (nfb_dev_has_egress_hooks(d))
 		return NFB_FALLBACK_EGRESS_HOOK;
 	q = rcu_dereference_bh(netdev_get_tx_queue(d, 0)->qdisc);
@@ -466,8 +495,9 @@ static enum nfb_fallback_reason nfb_vlan_chain(struct net_device *top,
  * (skb_cow_head() in __vlan_insert_tag()), as in the stack. The skb's data
  * starts at its network header; skb->dev is @real again at the end.
  */
-static int nfb_vlan_frame(struct sk_buff *skb, const struct nfb_vlan_chain *c,
-			  const struct ethhdr *eth, struct net_device *real)
+static enum nfb_drop_reason
+nfb_vlan_frame(struct sk_buff *skb, const struct nfb_vlan_chain *c,
+	       const struct ethhdr *eth, struct net_device *real)
 {
 #if IS_ENABLED(CONFIG_VLAN_8021Q)
 	const struct vlan_dev_priv *v;
@@ -499,7 +529,7 @@ static int nfb_vlan_frame(struct sk_buff *skb, const struct nfb_vlan_chain *c,
 	}
 	skb->dev = real;
 #endif
-	return 0;
+	return NFB_DROP_NONE;
 }
 
 /*
@@ -581,7 +611,7 @@ static noinline struct sk_buff *nfb_push_list(struct sk_buff *skb,
 {
 	struct sk_buff *head = NULL, **tail = &head, *next;
 	struct net_device *dev;
-	int err;
+	enum nfb_drop_reason err;
 
 	for (; skb; skb = next) {
 		next = skb->next;
@@ -595,7 +625,7 @@ static noinline struct sk_buff *nfb_push_list(struct sk_buff *skb,
 			skb->dev = dev;
 		}
 		err = nfb_encap_push(skb, NFB_CB(skb), hh_len);
-		if (unlikely(err)) {
+		if (unlikely(err != NFB_DROP_NONE)) {
 			skb_mark_not_on_list(skb);
 			nfb_count_drop(nn, err);
 			kfree_skb(skb);
@@ -1033,7 +1063,7 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b, struct nfb_vlan_chain *chain)
 	struct neighbour *neigh;
 	enum nfb_fallback_reason r, pr;
 	struct sk_buff *list = NULL, **tail = &list, *rest;
-	bool validate = false, dst_release;
+	bool validate = false, drop_dst;
 	struct ethhdr eth __uninitialized;
 	struct ethhdr *ethp = NULL;
 	struct Qdisc *q = NULL, *bypass = NULL, *locked = NULL;
@@ -1043,8 +1073,9 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b, struct nfb_vlan_chain *chain)
 	u16 qi, p;			/* the bulk's queue, a packet's */
 	struct nfb_vlan_chain *vc = NULL;	/* VLAN devices to count for */
 	enum nfb_fallback_reason vr;
+	enum nfb_drop_reason err;
 	unsigned int len;
-	int cpu, err, rc;
+	int cpu, rc;
 
 	b->tail->next = NULL;
 	skb = b->head;
@@ -1078,8 +1109,14 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b, struct nfb_vlan_chain *chain)
 	 * the packet while the address is resolved and, with the route still
 	 * attached, sends ICMP host unreachable when resolution fails. The
 	 * neighbour is the route's device's, which is not @dev where the
-	 * module stands in for it (a VLAN device, say).
+	 * module stands in for it (a VLAN device, say); a route's device
+	 * that is down has none (NFB_STAND_IN_DOWN).
 	 */
+	if (unlikely(NFB_CB(skb)->stand_in &&
+		     !netif_running(skb_dst(skb)->dev))) {
+		vr = NFB_STAND_IN_DOWN;
+		goto neigh_xmit;
+	}
 	if (vlan_push && skb_dst(skb)->dev->type == ARPHRD_PPP) {
 		/* A PPPoE session: no neighbour, the session's peer. */
 		vr = nfb_ppp_session(skb_dst(skb)->dev, dev, NFB_CB(skb), ha);
@@ -1096,6 +1133,18 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b, struct nfb_vlan_chain *chain)
 	if (!neigh || (!(READ_ONCE(neigh->nud_state) & NUD_CONNECTED) &&
 		       (!(READ_ONCE(neigh->nud_state) & NUD_VALID) ||
 			neigh_event_send(neigh, NULL)))) {
+		vr = NFB_FALLBACK_NEIGH;
+		goto neigh_xmit;
+	}
+	/*
+	 * The header takes @dev's address length from the neighbour, which
+	 * neigh_ha_snapshot() copies for its own device's. A neighbour of
+	 * another length is one of a device the module stands in for and
+	 * cannot write the link header of: a PPP device's, of none (6.19 to
+	 * 7.2 make a PPPoE flow NEIGH, on the Ethernet device behind the PPP
+	 * device). Its packets go through the route's device instead.
+	 */
+	if (unlikely(neigh->dev->addr_len != dev->addr_len)) {
 		vr = NFB_FALLBACK_NEIGH;
 		goto neigh_xmit;
 	}
@@ -1141,7 +1190,7 @@ header:
 		r = nfb_txq_verdict(dev, b->txq, cpu, &txq, &q);
 	qi = b->txq;
 	/* What __dev_queue_xmit() does with the route before the qdisc. */
-	dst_release = dev->priv_flags & IFF_XMIT_DST_RELEASE;
+	drop_dst = dev->priv_flags & IFF_XMIT_DST_RELEASE;
 
 	if (unlikely(encap || ppp)) {
 		skb = nfb_push_list(skb, nn,
@@ -1158,7 +1207,7 @@ header:
 			err = nfb_vlan_frame(skb, vc, ethp, dev);
 		else
 			err = nfb_push_l2(skb, dev, ha, sap, ethp, hh_len);
-		if (unlikely(err)) {
+		if (unlikely(err != NFB_DROP_NONE)) {
 			nfb_count_drop(nn, err);
 			kfree_skb(skb);
 			continue;
@@ -1168,7 +1217,7 @@ header:
 			/* As __dev_queue_xmit() has it when it picks. */
 			nfb_cb_clear(skb);
 			nfb_skb_clear_tc_at_ingress(skb);
-			if (dst_release)
+			if (drop_dst)
 				skb_dst_drop(skb);
 			p = nfb_pick_frame(dev, skb);
 			if (!txq) {
@@ -1188,10 +1237,10 @@ header:
 		if (likely(!late)) {
 			nfb_cb_clear(skb);
 			nfb_skb_clear_tc_at_ingress(skb);
-			if (dst_release)
+			if (drop_dst)
 				skb_dst_drop(skb);
 		}
-		if (!dst_release)
+		if (!drop_dst)
 			skb_dst_force(skb);
 		validate |= nfb_needs_validate(skb, dev);
 		gso |= skb_is_gso(skb);
@@ -1226,7 +1275,7 @@ header:
 	}
 	if (bypass || locked)
 		for (skb = list; skb; skb = skb->next)
-			qdisc_skb_cb(skb)->pkt_len = skb->len;
+			nfb_qdisc_pkt_len_init(skb);
 
 	this_cpu_inc(nn->stats->bulks);
 	this_cpu_inc(nn->stats->hist[nfb_hist_bucket(n)]);
@@ -1329,6 +1378,10 @@ queue:
 	return;
 
 neigh_xmit:
+	if (unlikely(vr == NFB_STAND_IN_DOWN)) {
+		nfb_drop_list(skb, nn, NFB_DROP_DEV_DOWN);
+		return;
+	}
 	for (; skb; skb = next) {
 		next = skb->next;
 		skb_mark_not_on_list(skb);

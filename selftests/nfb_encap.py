@@ -12,6 +12,9 @@
                                       (FLOW = SRC,DST,PORT,SPORT,FIRSTSEQ),
                                       unpaced; no probe, no end marker
   nfb_encap.py end FLOW...            the end marker of each flow
+  nfb_encap.py gso FLOW N             N datagrams of FLOW from FIRSTSEQ on,
+                                      in one UDP GSO send (UDP_SEGMENT): one
+                                      GSO packet on the wire of a veth
   nfb_encap.py raw IFNAME KIND N      N malformed frames out of IFNAME
 
 Addresses are IPv4 or IPv6 (recv, probe, send, burst).
@@ -27,6 +30,7 @@ import time
 
 PROBE, END = 0xfffffffe, 0xffffffff
 SIZE = 1000
+UDP_SEGMENT = 103  # <linux/udp.h>
 
 
 def payload(seq):
@@ -112,6 +116,12 @@ def main(argv):
             for (_, dst, _, first), s in zip(flows, socks):
                 s.sendto(struct.pack("!I", first + r) + payload(first + r),
                          dst)
+    elif cmd == "gso":
+        src, dst, sport, first = flow(argv[1])
+        s = sock(src, sport)
+        s.setsockopt(socket.SOL_UDP, UDP_SEGMENT, 4 + SIZE)
+        s.sendto(b"".join(struct.pack("!I", q) + payload(q)
+                          for q in range(first, first + int(argv[2]))), dst)
     elif cmd == "end":
         for src, dst, sport, _ in (flow(f) for f in argv[1:]):
             s = sock(src, sport)

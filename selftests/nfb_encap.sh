@@ -38,6 +38,14 @@
 # they are grouped in one drain: every packet arrives at its own address
 # with its own tag, and bulks of more than one packet were sent.
 #
+# GSO into 802.1ad + 802.1Q: a flow's datagrams held in the module's queue,
+# then a UDP GSO packet of the same flow, which from 6.19 the module
+# declines (encap_gso) for the stock hook to segment: C must get all of
+# them in order (the queued ones leave before the declined one).
+#
+# Stand-in down: the VLAN device a bulk stands in for goes down while its
+# packets are queued: dropped and counted as dev_down, none delivered.
+#
 # Malformed: truncated PPPoE header, PPPoE length beyond the frame, wrong
 # PPPoE version, PPP protocol LCP, truncated inner 802.1Q tag: each
 # declined and counted under its reason; none reaches S.
@@ -53,8 +61,8 @@ nfb_require_tool ip nft python3 tcpdump jq tc
 
 PY=("$FP_DIR/nfb_encap.py")
 N=500
-# NFB_ENCAP_STREAMS=0: only the mixed and malformed parts (a quicker run
-# to watch a deliberately broken module fail); =standin: those and the
+# NFB_ENCAP_STREAMS=0: only the mixed, GSO and malformed parts (a quicker
+# run to watch a deliberately broken module fail); =standin: those and the
 # VLAN stand-in's cases.
 streams=${NFB_ENCAP_STREAMS:-1}
 hold=/sys/module/nf_flow_bulk/parameters/test_hold
@@ -424,6 +432,61 @@ check "mixed: capture: $((3 * rounds)) data packets in all" \
 declined() {
 	[ "$(fp_proc "$R" "decline_$1")" -ge "$2" ]
 }
+
+# GSO into 802.1ad + 802.1Q: datagrams 0..3 of a flow from S to C's
+# c0.100.10, taken and held in the module's queue, then 4..7 in one UDP GSO
+# packet (as GRO on the LAN side or a TSO sender makes them). From 6.19 the
+# module leaves that one to the stock hook, which segments it before it
+# pushes the tags (encap_gso); the queued ones must leave first, even held.
+# Before 6.19 it is taken like the others. Either way C gets 0..7 in order.
+gso_f=10.0.2.1,10.0.21.1,6014,46014
+fp_stream_recv "$C" 10.0.21.1 6014
+ip netns exec "$S" python3 "${PY[@]}" probe 10.0.2.1 10.0.21.1 6014 46014
+g0=$(fp_taken "$R")
+gd0=$(fp_proc "$R" decline_encap_gso)
+echo 1 >"$hold"
+ip netns exec "$S" taskset -c 0 python3 "${PY[@]}" burst 4 "$gso_f,0"
+check "GSO into 802.1ad + 802.1Q: datagrams 0..3 taken and held" \
+	busywait 30000 fp_taken_above $((g0 + 4))
+ip netns exec "$S" taskset -c 0 python3 "${PY[@]}" gso "$gso_f,4" 4
+if fp_kernel_pushes_encap; then
+	check "GSO into 802.1ad + 802.1Q: the GSO packet declined as encap_gso" \
+		busywait 30000 declined encap_gso $((gd0 + 1))
+else
+	check "GSO into 802.1ad + 802.1Q: the GSO packet taken" \
+		busywait 30000 fp_taken_above $((g0 + 5))
+fi
+echo 0 >"$hold"
+ip netns exec "$S" python3 "${PY[@]}" end "$gso_f,0"
+check "GSO into 802.1ad + 802.1Q: C got datagrams 0..7 intact and in order" \
+	fp_stream_verdict 6014 8
+
+# The VLAN device a bulk stands in for (r1.10: the stream's route device;
+# the bulk goes to r1) goes down while ten datagrams wait in the queue:
+# they are dropped and counted as dev_down, as when a bulk's own device is
+# down, not sent through r1.10 one by one as if its neighbour were being
+# resolved (fallback neigh), and S gets none of them.
+down_f=10.0.1.1,10.0.12.1,6015,46015
+fp_stream_recv "$S" 10.0.12.1 6015
+ip netns exec "$C" python3 "${PY[@]}" probe 10.0.1.1 10.0.12.1 6015 46015
+read -r dd0 dn0 < <(mstat "'%d %d' % (t['drop']['dev_down'], t['fallback']['neigh'])")
+g0=$(fp_taken "$R")
+echo 1 >"$hold"
+ip netns exec "$C" taskset -c 0 python3 "${PY[@]}" burst 10 "$down_f,0"
+check "stand-in down: 10 datagrams into VLAN 10 taken and held" \
+	busywait 30000 fp_taken_above $((g0 + 10))
+ip -n "$R" link set r1.10 down
+echo 0 >"$hold"
+busywait 30000 eval "[ \"\$(fp_proc \"\$R\" drop_dev_down)\" -ge $((dd0 + 10)) ]" || true
+read -r dd1 dn1 < <(mstat "'%d %d' % (t['drop']['dev_down'], t['fallback']['neigh'])")
+ip -n "$R" link set r1.10 up
+check "stand-in down: the 10 dropped as dev_down (+$((dd1 - dd0)))" \
+	test $((dd1 - dd0)) -eq 10
+check "stand-in down: none sent through r1.10 one by one (fallback neigh +$((dn1 - dn0)))" \
+	test "$dn1" -eq "$dn0"
+busywait 30000 ip netns exec "$C" ping -c1 -W1 -q -I 10.0.1.1 10.0.12.1 >/dev/null || true
+ip netns exec "$C" python3 "${PY[@]}" end "$down_f,0"
+check "stand-in down: S got none of them" fp_stream_verdict 6015 0
 
 # Malformed encapsulations into r0.
 r0mac=$(ip -n "$R" -j link show r0 | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["address"])')

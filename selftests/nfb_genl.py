@@ -41,7 +41,7 @@ FAMILIES = {"inet": 1, "ip": 2, "ip6": 10}
 DECLINE = ["disabled", "not_ip", "header", "no_flowtable", "miss", "frag",
            "options", "ttl", "mtu", "tcp_flags", "dst_stale", "hw_offload",
            "xmit_type", "encap", "unwritable", "l4proto", "shared",
-           "encap_header", "pppoe", "ppp_proto", "direct_dev"]
+           "encap_header", "pppoe", "ppp_proto", "direct_dev", "encap_gso"]
 FALLBACK = ["qdisc", "egress_hook", "neigh", "busy", "txq"]
 ENCAP = ["none", "vlan", "vlan2", "pppoe", "vlan_pppoe"]
 XMIT = ["neigh", "direct"]

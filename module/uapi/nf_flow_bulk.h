@@ -133,13 +133,19 @@ enum nfb_decline_reason {
 	NFB_DECLINE_OPTIONS,	/* IPv4 options / IPv6 ext headers */
 	NFB_DECLINE_TTL,	/* TTL or hop limit <= 1 */
 	NFB_DECLINE_MTU,	/* larger than the egress MTU */
-	NFB_DECLINE_TCP_FLAGS,	/* FIN or RST: flow torn down */
+	NFB_DECLINE_TCP_FLAGS,	/* FIN or RST (the stock hook tears the
+				 * flow down, or after 6.12 marks it
+				 * closing); after 6.12 also a SYN on a
+				 * closing flow
+				 */
 	NFB_DECLINE_DST_STALE,	/* cached route is no longer valid */
 	NFB_DECLINE_HW_OFFLOAD,	/* flow is offloaded to hardware */
 	NFB_DECLINE_XMIT_TYPE,	/* XFRM or other xmit type, IPv4 via IPv6 gw */
-	NFB_DECLINE_ENCAP,	/* encapsulation the stock flowtable does
+	NFB_DECLINE_ENCAP,	/* a flow the module never takes: an
+				 * encapsulation the stock flowtable does
 				 * not parse either (three layers, inner
-				 * protocol not IP)
+				 * protocol not IP), or (6.19 on) a bridge
+				 * flow into a tunnel
 				 */
 	NFB_DECLINE_UNWRITABLE,	/* could not make the header writable */
 	NFB_DECLINE_L4PROTO,	/* neither TCP nor UDP */
@@ -149,6 +155,11 @@ enum nfb_decline_reason {
 	NFB_DECLINE_PPP_PROTO,	/* PPP protocol neither IPv4 nor IPv6 */
 	NFB_DECLINE_DIRECT_DEV,	/* output device gone: direct xmit, or a
 				 * neigh flow's real device (6.19 on)
+				 */
+	NFB_DECLINE_ENCAP_GSO,	/* 6.19 on: a GSO packet of a flow that
+				 * leaves with PPPoE or two tags, which the
+				 * stock hook segments before the push; the
+				 * flow's other packets are taken
 				 */
 	__NFB_DECLINE_MAX,
 };

@@ -52,9 +52,10 @@ namespace {
 // Kept in enum order; the static_asserts catch a kernel-side append that was
 // not mirrored here (which still works: the new reason prints as a number).
 constexpr std::array<std::string_view, __NFB_DECLINE_MAX> kDeclineReasons = {
-    "disabled",   "not_ip",  "header",    "no_flowtable", "miss",       "frag",      "options",
-    "ttl",        "mtu",     "tcp_flags", "dst_stale",    "hw_offload", "xmit_type", "encap",
-    "unwritable", "l4proto", "shared",    "encap_header", "pppoe",      "ppp_proto", "direct_dev",
+    "disabled",  "not_ip",    "header",     "no_flowtable", "miss",      "frag",
+    "options",   "ttl",       "mtu",        "tcp_flags",    "dst_stale", "hw_offload",
+    "xmit_type", "encap",     "unwritable", "l4proto",      "shared",    "encap_header",
+    "pppoe",     "ppp_proto", "direct_dev", "encap_gso",
 };
 constexpr std::array<std::string_view, __NFB_FALLBACK_MAX> kFallbackReasons = {
     "qdisc",
