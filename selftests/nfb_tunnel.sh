@@ -8,8 +8,12 @@
 #      r1 10.0.2.254 fd00:2::fe (the underlay)
 #      tun4 ipip 10.0.2.254 -> 10.0.2.1, tun6 ip6tnl fd00:2::fe -> fd00:2::1
 #      (encaplimit none); 10.0.5.0/24 and fd00:5::/64 through them
+#      r1 also fd00:2::fd, tun6l ip6tnl fd00:2::fd -> fd00:2::2 with the
+#      default encapsulation limit; fd00:6::/64 through it
 #   S: s1 10.0.2.1 fd00:2::1, its ends of both tunnels, 10.0.5.1 and
-#      fd00:5::1 on a dummy device, 10.0.1.0/24 and fd00:1::/64 through them
+#      fd00:5::1 on a dummy device, 10.0.1.0/24 and fd00:1::/64 through them;
+#      s1 also fd00:2::2, its end of tun6l, fd00:6::1 on the dummy device,
+#      and from fd00:6::1 fd00:1::/64 through tun6l
 # Flowtable on R's real devices r0 r1 (a flow through a tunnel resolves to
 # the underlay device from 6.19, which must be in the flowtable).
 #
@@ -25,9 +29,20 @@
 # through the tunnel device, which pushes), the one out of it reaches R
 # as IPIP / IPv6-in-IPv6 packets, which the stock hook ignores and the
 # module declines (l4proto).
+# Then the same two IPv6 streams (200 datagrams) through tun6l, whose
+# packets carry the encapsulation limit destination option (next header
+# 60, then 41): every one of them must carry it on the underlay, limit 4,
+# as the tunnel device puts it on. The stock flowtable takes no such flow
+# from 6.19 (path discovery through an ip6tnl device with an encapsulation
+# limit fails, ip6_tnl_fill_forward_path(), so the flow is not offloaded)
+# and the module declines the stream into the tunnel as misses; before
+# 6.19 the flow leaves through the tunnel device, and the module takes it.
+# The stream out of the tunnel reaches R with the option, which neither
+# the stock hook (from 7.1.5 / 7.2 it takes only an inner header right
+# behind the outer one) nor the module parses: declined (options).
 # Then one IPv4 packet that fits the underlay but not with the outer
 # header: declined (mtu) on every kernel.
-# nfb-timeout: 900
+# nfb-timeout: 1200
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -76,6 +91,11 @@ topology() {
 	link set tun6 up
 	route add 10.0.5.0/24 dev tun4
 	route add fd00:5::/64 dev tun6
+	addr add fd00:2::fd/64 dev r1 nodad
+	link add tun6l type ip6tnl local fd00:2::fd remote fd00:2::2
+	addr add fd00:a::1/64 dev tun6l nodad
+	link set tun6l up
+	route add fd00:6::/64 dev tun6l
 	EOF
 	ip -n "$S" -batch - <<-EOF
 	addr add 10.0.2.1/24 dev s1
@@ -92,7 +112,14 @@ topology() {
 	link set tun6 up
 	route add 10.0.1.0/24 dev tun4 src 10.0.5.1
 	route add fd00:1::/64 dev tun6 src fd00:5::1
+	addr add fd00:2::2/64 dev s1 nodad
+	addr add fd00:6::1/128 dev d0 nodad
+	link add tun6l type ip6tnl local fd00:2::2 remote fd00:2::fd
+	addr add fd00:a::2/64 dev tun6l nodad
+	link set tun6l up
+	route add fd00:1::/64 dev tun6l src fd00:6::1 table 100
 	EOF
+	ip -n "$S" -6 rule add from fd00:6::1 table 100
 	ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
 	ip netns exec "$R" nft -f - <<-EOF
 	table inet fp {
@@ -105,7 +132,7 @@ topology() {
 	}
 	EOF
 	local a
-	for a in "10.0.1.1 10.0.5.1" "fd00:1::1 fd00:5::1"; do
+	for a in "10.0.1.1 10.0.5.1" "fd00:1::1 fd00:5::1" "fd00:1::1 fd00:6::1"; do
 		read -r src dst <<<"$a"
 		busywait 30000 ip netns exec "$C" ping -c1 -W1 -q -I "$src" "$dst" \
 			>/dev/null || { log_fail "topology: $src -> $dst"; exit "$ksft_fail"; }
@@ -165,17 +192,20 @@ mstat() {
 tunnels=0
 if fp_kernel_pushes_encap; then tunnels=1; fi
 
-# run_case NAME SND SRC RCV DST PORT OUTER INNER
+# run_case NAME SND SRC RCV DST PORT OUTER INNER [EXPECT]
 # N datagrams from SRC in SND to DST in RCV. OUTER: what each of them must
-# match on S's underlay (s1), INNER: at C (c0).
+# match on S's underlay (s1), INNER: at C (c0). EXPECT: what the module
+# must do with them, taken or declined as miss or options; by default as
+# the tunnels without an encapsulation limit (above).
 run_case() {
 	local name=$1 snd=$2 src=$3 rcv=$4 dst=$5 port=$6 outer=$7 inner=$8
-	local p0 d0 l0 p1 d1 l1 into=yes all good
+	local expect=${9:-} p0 d0 l0 m0 o0 p1 d1 l1 m1 o1 into=yes all good
+	local counts="'%d %d %d %d %d' % (t['packets'], t['decline']['encap'], t['decline']['l4proto'], t['decline']['miss'], t['decline']['options'])"
 
 	[ "$snd" = "$C" ] || into=no
 	fp_stream_recv "$rcv" "$dst" "$port"
 	cap_start
-	read -r p0 d0 l0 < <(mstat "'%d %d %d' % (t['packets'], t['decline']['encap'], t['decline']['l4proto'])")
+	read -r p0 d0 l0 m0 o0 < <(mstat "$counts")
 	if ! ip netns exec "$snd" taskset -c 0 python3 "${PY[@]}" send "$src" "$dst" "$port" "$N"; then
 		log_fail "$name: no echo from the receiver"
 		ret=1
@@ -183,10 +213,18 @@ run_case() {
 		return
 	fi
 	check "$name: $N datagrams arrived complete, intact, in order" fp_stream_verdict "$port" "$N"
-	read -r p1 d1 l1 < <(mstat "'%d %d %d' % (t['packets'], t['decline']['encap'], t['decline']['l4proto'])")
+	read -r p1 d1 l1 m1 o1 < <(mstat "$counts")
 	cap_stop "$N"
-	echo "INFO: $name: taken $((p1 - p0)), declined as encap $((d1 - d0)), as l4proto $((l1 - l0))"
-	if [ "$tunnels" = 1 ] || [ "$into" = yes ]; then
+	echo "INFO: $name: taken $((p1 - p0)), declined as encap $((d1 - d0)), as l4proto $((l1 - l0)), as miss $((m1 - m0)), as options $((o1 - o0))"
+	if [ "$expect" = taken ]; then
+		check "$name: >= 99 % taken by the module" test $((p1 - p0)) -ge $((N * 99 / 100))
+	elif [ "$expect" = miss ]; then
+		check "$name: declined as misses, as the stock flowtable has no such flow" \
+			test $((m1 - m0)) -ge $((N * 99 / 100)) -a $((p1 - p0)) -lt $((N / 100 + 4))
+	elif [ "$expect" = options ]; then
+		check "$name: declined as options, as the stock hook ignores them" \
+			test $((o1 - o0)) -ge $((N * 99 / 100)) -a $((p1 - p0)) -lt $((N / 100 + 4))
+	elif [ "$tunnels" = 1 ] || [ "$into" = yes ]; then
 		check "$name: >= 99 % taken by the module" test $((p1 - p0)) -ge $((N * 99 / 100))
 		check "$name: none declined as encap" test $((d1 - d0)) -eq 0
 	else
@@ -222,6 +260,16 @@ run_case "ipv6 into ip6ip6" "$C" fd00:1::1 "$S" fd00:5::1 6103 \
 run_case "ipv6 out of ip6ip6" "$S" fd00:5::1 "$C" fd00:1::1 6104 \
 	"src host fd00:2::1 and dst host fd00:2::fe and ip6 proto 41" \
 	"ip6 and udp and dst host fd00:1::1 and dst port 6104"
+
+# The ip6tnl device's encapsulation limit option on every packet, limit 4.
+limit_into=taken
+if [ "$tunnels" = 1 ]; then limit_into=miss; fi
+N=200 run_case "ipv6 into ip6tnl with encaplimit" "$C" fd00:1::1 "$S" fd00:6::1 6106 \
+	"src host fd00:2::fd and dst host fd00:2::2 and ip6[6] == 60 and ip6[40] == 41 and ip6[42] == 4 and ip6[44] == 4" \
+	"ip6 and udp and dst host fd00:6::1 and dst port 6106" "$limit_into"
+N=200 run_case "ipv6 out of ip6tnl with encaplimit" "$S" fd00:6::1 "$C" fd00:1::1 6107 \
+	"src host fd00:2::2 and dst host fd00:2::fd and ip6[6] == 60 and ip6[40] == 41 and ip6[42] == 4 and ip6[44] == 4" \
+	"ip6 and udp and dst host fd00:1::1 and dst port 6107" options
 
 # The MTU: a 1500-byte packet with DF fits the underlay but not with the
 # outer header. The module must decline it (mtu), on every kernel: from
