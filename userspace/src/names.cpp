@@ -58,11 +58,7 @@ constexpr std::array<std::string_view, __NFB_DECLINE_MAX> kDeclineReasons = {
     "pppoe",     "ppp_proto", "direct_dev", "encap_gso",
 };
 constexpr std::array<std::string_view, __NFB_FALLBACK_MAX> kFallbackReasons = {
-    "qdisc",
-    "egress_hook",
-    "neigh",
-    "busy",
-    "txq",
+    "qdisc", "egress_hook", "neigh", "busy", "txq",
 };
 constexpr std::array<std::string_view, __NFB_DROP_MAX> kDropReasons = {
     "dev_down", "validate", "xmit", "queue_full", "nomem", "header",
@@ -82,21 +78,27 @@ constexpr std::array<std::string_view, __NFB_XMIT_MAX> kXmitTypes = {
 // three places; a newer nft may add keywords (its listing then needs them
 // quoted, which nft 1.0.6 cannot do for these names).
 constexpr std::array<std::string_view, 142> kNftKeywords = {
-    ".", "accept", "add", "ah", "all", "arp", "auto-merge", "bridge", "cgroup", "chain", "comment",
-    "comp", "constant", "continue", "counter", "cpu", "create", "ct", "day", "dccp", "define",
-    "delete", "describe", "device", "devices", "dnat", "drop", "dst", "dup", "dynamic", "ecn",
-    "element", "elements", "esp", "ether", "exists", "expires", "export", "exthdr", "fib", "flags",
-    "flow", "flowtable", "flush", "frag", "fwd", "gc-interval", "get", "goto", "handle", "hbh",
-    "hook", "hour", "ibriport", "ibrname", "icmp", "icmpv6", "igmp", "iif", "iifgroup", "iifname",
-    "iiftype", "import", "include", "index", "inet", "insert", "interval", "ip", "ip6", "ipsec",
-    "jhash", "jump", "limit", "list", "log", "map", "mark", "masquerade", "meta", "meter", "mh",
-    "missing", "monitor", "netdev", "nftrace", "notrack", "numgen", "obriport", "obrname",
-    "offload", "oif", "oifgroup", "oifname", "oiftype", "osf", "pkttype", "policy", "position",
-    "priority", "queue", "quota", "random", "redefine", "redirect", "reject", "rename", "replace",
-    "reset", "return", "rt", "rt0", "rt2", "rtclassid", "rule", "ruleset", "sctp", "secmark", "set",
-    "size", "skgid", "skuid", "snat", "socket", "srh", "symhash", "synproxy", "table", "tcp", "th",
-    "time", "timeout", "tproxy", "type", "typeof", "udp", "udplite", "undefine", "update", "vlan",
-    "vmap", "xt",
+    ".",         "accept",     "add",     "ah",       "all",         "arp",      "auto-merge",
+    "bridge",    "cgroup",     "chain",   "comment",  "comp",        "constant", "continue",
+    "counter",   "cpu",        "create",  "ct",       "day",         "dccp",     "define",
+    "delete",    "describe",   "device",  "devices",  "dnat",        "drop",     "dst",
+    "dup",       "dynamic",    "ecn",     "element",  "elements",    "esp",      "ether",
+    "exists",    "expires",    "export",  "exthdr",   "fib",         "flags",    "flow",
+    "flowtable", "flush",      "frag",    "fwd",      "gc-interval", "get",      "goto",
+    "handle",    "hbh",        "hook",    "hour",     "ibriport",    "ibrname",  "icmp",
+    "icmpv6",    "igmp",       "iif",     "iifgroup", "iifname",     "iiftype",  "import",
+    "include",   "index",      "inet",    "insert",   "interval",    "ip",       "ip6",
+    "ipsec",     "jhash",      "jump",    "limit",    "list",        "log",      "map",
+    "mark",      "masquerade", "meta",    "meter",    "mh",          "missing",  "monitor",
+    "netdev",    "nftrace",    "notrack", "numgen",   "obriport",    "obrname",  "offload",
+    "oif",       "oifgroup",   "oifname", "oiftype",  "osf",         "pkttype",  "policy",
+    "position",  "priority",   "queue",   "quota",    "random",      "redefine", "redirect",
+    "reject",    "rename",     "replace", "reset",    "return",      "rt",       "rt0",
+    "rt2",       "rtclassid",  "rule",    "ruleset",  "sctp",        "secmark",  "set",
+    "size",      "skgid",      "skuid",   "snat",     "socket",      "srh",      "symhash",
+    "synproxy",  "table",      "tcp",     "th",       "time",        "timeout",  "tproxy",
+    "type",      "typeof",     "udp",     "udplite",  "undefine",    "update",   "vlan",
+    "vmap",      "xt",
 };
 static_assert(std::ranges::is_sorted(kNftKeywords), "binary searched");
 
