@@ -33,9 +33,9 @@ std::string reason_name(std::span<const std::string_view> names, size_t index);
 bool nft_identifier(std::string_view name);
 // Whether nft reads NAME back where its listing prints a table, chain or
 // flowtable name (`table inet NAME {`, `chain NAME {`, `flowtable NAME {`),
-// unquoted: an nft_identifier() that is not one of nft's keywords there. The kernel takes more (blanks, a leading digit, keywords), and
-// such a table exists fine, but `nft list ruleset | nft -f -` cannot load
-// it back: flowbulk creates no such name.
+// unquoted: an nft_identifier() that is not one of nft's keywords there. The kernel takes more
+// (blanks, a leading digit, keywords), and such a table exists fine, but `nft list ruleset | nft -f
+// -` cannot load it back: flowbulk creates no such name.
 bool nft_readable_name(std::string_view name);
 // The words nft_readable_name() refuses although they fit the pattern,
 // sorted (for the unit test).

@@ -166,7 +166,6 @@ bool nft_syntax_name(std::string_view name) {
   return nft_identifier(name);
 }
 
-
 // The priority when it is a plain number (what nft's JSON takes).
 std::optional<int32_t> priority_number(const std::string& text) {
   int32_t value = 0;

@@ -238,7 +238,8 @@ TEST_F(CliTest, EmptyListsAreEmptyArrays) {
   genl().expect(resolve_family(kFakeFamilyId));
   genl().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
   EXPECT_EQ(run({"-j", "attach", "list"}), kExitOk);
-  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "module_loaded": true, "attachments": []})"));
+  EXPECT_EQ(Json::parse(out()),
+            Json::parse(R"({"schema": 2, "module_loaded": true, "attachments": []})"));
   nft().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
   EXPECT_EQ(run({"-j", "flowtable", "list"}), kExitOk);
   EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "flowtables": []})"));

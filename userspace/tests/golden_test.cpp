@@ -29,8 +29,7 @@ class GoldenTest : public CliTest {
     std::string output = out();
     // The tool's version moves with every release; the format does not.
     const std::string version(tool_version());
-    for (size_t at = output.find(version); at != std::string::npos;
-         at = output.find(version, at)) {
+    for (size_t at = output.find(version); at != std::string::npos; at = output.find(version, at)) {
       output.replace(at, version.size(), "VERSION");
     }
     const std::string path = std::string(FLOWBULK_GOLDEN_DIR) + "/" + file;

@@ -23,8 +23,7 @@ std::string deep_json(size_t depth) {
 TEST_F(CliTest, DeeplyNestedJsonIsRefusedBeforeParsing) {
   in_.str(deep_json(kHostileDepth));
   EXPECT_EQ(run({"-f", "-"}), kExitUsage);
-  EXPECT_NE(err().find("cannot load /dev/stdin: nested deeper than 1024 levels"),
-            std::string::npos)
+  EXPECT_NE(err().find("cannot load /dev/stdin: nested deeper than 1024 levels"), std::string::npos)
       << err().substr(0, 200);
   EXPECT_TRUE(engine_.calls.empty());
   EXPECT_TRUE(nothing_opened());

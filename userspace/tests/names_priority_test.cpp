@@ -61,14 +61,13 @@ TEST_F(NamesTest, NewNamesAreOnesNftReadsBack) {
   for (const std::string& name : unusual_names()) {
     SCOPED_TRACE(name);
     EXPECT_EQ(run({"table", "add", "inet", name}), kExitUsage);
-    EXPECT_NE(err().find("Error: table name \"" + name +
-                         "\" would make a ruleset nft cannot read back"),
-              std::string::npos)
+    EXPECT_NE(
+        err().find("Error: table name \"" + name + "\" would make a ruleset nft cannot read back"),
+        std::string::npos)
         << err();
     EXPECT_EQ(run({"flowtable", "add", "inet", "fw", name, "hook", "ingress", "devices", "eth0"}),
               kExitUsage);
-    EXPECT_NE(err().find("flowtable name \"" + name + "\" would make"), std::string::npos)
-        << err();
+    EXPECT_NE(err().find("flowtable name \"" + name + "\" would make"), std::string::npos) << err();
     EXPECT_EQ(run({"offload", "add", "inet", "fw", "ft", "chain", name}), kExitUsage);
     EXPECT_NE(err().find("chain name \"" + name + "\" would make"), std::string::npos) << err();
   }
@@ -123,18 +122,17 @@ TEST_F(NamesTest, TheKernelsLengthLimit) {
   EXPECT_EQ(run({"table", "delete", "inet", too_long}), kExitUsage);
   EXPECT_EQ(nft_kernel().batches(), 0U);
   EXPECT_EQ(run({"table", "add", "inet", longest}), kExitOk) << err();
-  EXPECT_EQ(run({"flowtable", "add", "inet", longest, too_long, "hook", "ingress", "devices",
-                 "eth0"}),
-            kExitUsage);
+  EXPECT_EQ(
+      run({"flowtable", "add", "inet", longest, too_long, "hook", "ingress", "devices", "eth0"}),
+      kExitUsage);
   EXPECT_NE(err().find("flowtable name is longer than 255 bytes"), std::string::npos) << err();
-  EXPECT_EQ(run({"flowtable", "add", "inet", longest, longest, "hook", "ingress", "devices",
-                 "eth0"}),
-            kExitOk)
+  EXPECT_EQ(
+      run({"flowtable", "add", "inet", longest, longest, "hook", "ingress", "devices", "eth0"}),
+      kExitOk)
       << err();
   EXPECT_EQ(run({"offload", "add", "inet", longest, longest, "chain", too_long}), kExitUsage);
   EXPECT_NE(err().find("chain name is longer than 255 bytes"), std::string::npos) << err();
-  EXPECT_EQ(run({"offload", "add", "inet", longest, longest, "chain", longest}), kExitOk)
-      << err();
+  EXPECT_EQ(run({"offload", "add", "inet", longest, longest, "chain", longest}), kExitOk) << err();
   EXPECT_EQ(run({"table", "delete", "inet", longest}), kExitOk) << err();
 }
 

@@ -25,9 +25,10 @@ TEST_F(CliTest, AttachListWithoutTheModuleLoadsNothing) {
 }
 
 TEST_F(CliTest, StatsAndMonitorWithoutTheModuleLoadNothing) {
-  for (const std::vector<std::string>& command :
-       {std::vector<std::string>{"stats"}, {"-j", "stats", "show"}, {"monitor", "count", "1"},
-        {"-j", "monitor"}}) {
+  for (const std::vector<std::string>& command : {std::vector<std::string>{"stats"},
+                                                  {"-j", "stats", "show"},
+                                                  {"monitor", "count", "1"},
+                                                  {"-j", "monitor"}}) {
     EXPECT_EQ(run(command), kExitFailure);
     EXPECT_EQ(err(),
               "Error: cannot read statistics: the nf_flow_bulk module is not loaded (the first "
@@ -42,8 +43,7 @@ TEST_F(CliTest, StatsAndMonitorWithoutTheModuleLoadNothing) {
 TEST_F(CliTest, ListingAMissingTableFailsWithNftsMessage) {
   nft_kernel().add_table(NFPROTO_INET, "fw");
   EXPECT_EQ(run({"flowtable", "list", "inet", "nosuch"}), kExitFailure);
-  EXPECT_EQ(err(),
-            "Error: cannot list flowtables: table inet nosuch: No such file or directory\n");
+  EXPECT_EQ(err(), "Error: cannot list flowtables: table inet nosuch: No such file or directory\n");
   EXPECT_EQ(run({"-j", "offload", "list", "inet", "nosuch"}), kExitFailure);
   EXPECT_EQ(err(),
             "Error: cannot list offload rules: table inet nosuch: No such file or directory\n");
