@@ -3,6 +3,12 @@
 """The four-host benchmark's figures (tools/bench/hosts writes raw.jsonl).
 
   tools/bench/hosts-report.py OUTDIR [--smoke=1]
+  tools/bench/hosts-report.py --from-json RESULTS.json OUTDIR
+
+A router's CPU time is all its CPU does for a forwarded packet (receive,
+forwarding, transmit): the headline figure as it is. The summary table
+gives, per point, the mean of the two routers with the module on both (the
+RFC's configuration) against the stock flowtable, and XDP beside them.
 
 Per point and router: CPU time per forwarded packet, from the router's own
 /proc/uptime and /proc/stat (hosts-node.sh snap): the time its CPUs were not
@@ -14,7 +20,8 @@ repetitions shows it). In the guests (QEMU icount, one nanosecond per
 instruction while a vCPU runs) the time counts instructions.
 
 Writes OUTDIR/results.json, results.md, results.rst and results.png (gnuplot), and
-prints the table. With --smoke=1 it also fails (exit 1) unless every point
+prints the table. --from-json writes OUTDIR/NAME.md and NAME.rst again from a
+results.json this script wrote (NAME: its base name; Documentation/perf/hosts.json). With --smoke=1 it also fails (exit 1) unless every point
 was delivered, and nf_flow_bulk took the traffic where it ran and nowhere
 else: the checks of the four-guest selftest.
 """
@@ -24,6 +31,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 TICK_NS = 10_000_000  # USER_HZ = 100
 FIELDS = ["up", "cpus", "idle", "softirq", "rx", "tx", "taken", "bulks"]
@@ -40,6 +48,19 @@ MODE_TITLE = {
 }
 
 
+def module_commit():
+    """The commit the module was built from, -dirty when module/ has changes."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        rev = subprocess.run(["git", "-C", repo, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", repo, "diff", "--quiet", "HEAD", "--", "module"],
+                               check=False).returncode != 0
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return rev + ("-dirty" if dirty else "")
+
+
 def router(values, i):
     n = len(FIELDS)
     return dict(zip(FIELDS, values[i * n:(i + 1) * n]))
@@ -54,7 +75,103 @@ def busy_ticks(d):
     return d["cpus"] * d["up"] - d["idle"]
 
 
+SUMMARY_CAPTION = ("Router CPU per forwarded packet, the mean of the two routers: "
+                   "the stock flowtable on both, nf_flow_bulk on both, XDP on both")
+
+
+def summary_lines(meta, results, by, keys):
+    """The summary's markdown rows: stock and module on both routers, XDP."""
+    unit = meta["unit"]
+    head = ["flows", "train", f"stock flowtable, {unit}", f"nf_flow_bulk on both, {unit}",
+            "stock / module", f"XDP (xdp_fwd), {unit}", "repetitions", "notes"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for flows, train in keys:
+        st, bk, xd = (by.get((m, flows, train)) for m in ("stock", "bulk", "xdp"))
+        if not st or not bk or not st["router"] or not bk["router"]:
+            continue
+        notes = []
+        for name, r in (("stock", st), ("module", bk), ("XDP", xd)):
+            if r and r["delivered_min"] < 0.999:
+                notes.append(f"{name} delivered {r['delivered_min']:.1%}")
+        if min(bk["taken_west"], bk["taken_east"]) < 0.99:
+            notes.append(f"module took {min(bk['taken_west'], bk['taken_east']):.1%}")
+        reps = min(len(x["runs"]) for r in (st, bk) for x in (r["west"], r["east"]))
+        lines.append("| " + " | ".join([
+            str(flows), str(train), str(st["router"]), str(bk["router"]),
+            f"{st['router'] / bk['router']:.2f}x",
+            str(xd["router"]) if xd and xd["router"] else "-", str(reps),
+            "; ".join(notes) or "-"]) + " |")
+    return lines
+
+
+def summary_table(meta, results, by, keys):
+    lines = summary_lines(meta, results, by, keys)
+    return "\nSummary, per router (the mean of west and east):\n\n" + "\n".join(lines) + "\n"
+
+
+def render(meta, results, out, name):
+    """Writes OUT/NAME.md and OUT/NAME.rst; returns the markdown."""
+    unit = meta["unit"]
+    modes = [m for m in MODE_ORDER if any(r["mode"] == m for r in results)]
+    keys = sorted({(r["flows"], r["train"]) for r in results})
+    by = {(r["mode"], r["flows"], r["train"]): r for r in results}
+    where = ("four QEMU guests (icount)" if meta["unit"] == "instructions" else
+             "four QEMU guests (real time)" if meta["guests"] else "four hosts")
+    run = "".join(f"{meta[k]}, " for k in ("date",) if meta.get(k))
+    if meta.get("module_commit"):
+        run += f"module {meta['module_commit']}, "
+    lines = [f"Four hosts, {where}, {run}kernel {meta['kernel']}, {meta['cpus']} CPUs per host, "
+             f"{meta['len']}-byte UDP frames. Per router: {unit} per forwarded packet, "
+             "west / east, median of the repetitions, and the repetition farthest from it.", ""]
+    lines.append("| flows | train | " + " | ".join(MODE_TITLE[m] for m in modes) + " |")
+    lines.append("|---|---|" + "---|" * len(modes))
+    for flows, train in keys:
+        cells = []
+        for m in modes:
+            r = by.get((m, flows, train))
+            if not r or not r["west"] or not r["east"]:
+                cells.append("-")
+                continue
+            mark = "" if r["delivered_min"] >= 0.999 else f", delivered {r['delivered_min']:.1%}"
+            # The spread: the repetition farthest from its median.
+            dev = max(max(abs(v - x["median"]) for v in x["runs"]) / x["median"]
+                      for x in (r["west"], r["east"]) if x["median"])
+            cells.append(f"{r['west']['median']} / {r['east']['median']} (±{dev:.1%}{mark})")
+        lines.append(f"| {flows} | {train} | " + " | ".join(cells) + " |")
+    md = "\n".join(lines) + "\n"
+    md += summary_table(meta, results, by, keys)
+    summary_rows = set(summary_lines(meta, results, by, keys)[2:])
+    with open(os.path.join(out, f"{name}.md"), "w") as f:
+        f.write(md)
+    # The same table for the documentation (Documentation/perf/hosts.rst).
+    rst = [".. csv-table:: " + lines[0], "   :header-rows: 1", "",
+           "   " + ", ".join(['"flows"', '"train"'] + [f'"{MODE_TITLE[m]}"' for m in modes])]
+    for row in lines[4:]:  # the main table's rows
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        rst.append("   " + ", ".join(f'"{c}"' for c in cells))
+    rst += ["", "Summary, per router (the mean of west and east):", ""]
+    rst += [".. csv-table:: " + SUMMARY_CAPTION, "   :header-rows: 1", "",
+            "   " + ", ".join(f'"{c.strip()}"' for c in
+                              summary_lines(meta, results, by, keys)[0].strip("|").split("|"))]
+    for row in md.split("\n"):
+        if row.startswith("| ") and row in summary_rows:
+            cells = [c.strip() for c in row.strip("|").split("|")]
+            rst.append("   " + ", ".join(f'"{c}"' for c in cells))
+    with open(os.path.join(out, f"{name}.rst"), "w") as f:
+        f.write("\n".join(rst) + "\n")
+    return md
+
+
+
+def from_json(src, out):
+    with open(src, encoding="utf-8") as f:
+        res = json.load(f)
+    render(res["meta"], res["points"], out, os.path.splitext(os.path.basename(src))[0])
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--from-json":
+        return from_json(sys.argv[2], sys.argv[3])
     out = sys.argv[1]
     smoke = any(a == "--smoke=1" for a in sys.argv[2:])
     rows = [json.loads(line) for line in open(os.path.join(out, "raw.jsonl")) if line.strip()]
@@ -116,46 +233,17 @@ def main():
         })
     meta = {"kernel": points[0]["kernel"], "cpus": points[0]["cpus"],
             "guests": points[0].get("guests"), "unit": unit, "len": points[0]["len"],
-            "quiet_busy_share": [round(q, 4) for q in quiet]}
+            "quiet_busy_share": [round(q, 4) for q in quiet],
+            "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "module_commit": module_commit()}
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump({"meta": meta, "points": results}, f, indent=1)
 
+    md = render(meta, results, out, "results")
+    print(md)
     modes = [m for m in MODE_ORDER if any(r["mode"] == m for r in results)]
     keys = sorted({(r["flows"], r["train"]) for r in results})
     by = {(r["mode"], r["flows"], r["train"]): r for r in results}
-    where = ("four QEMU guests (icount)" if points[0].get("icount") else
-             "four QEMU guests (real time)" if meta["guests"] else "four hosts")
-    lines = [f"Four hosts, {where}, kernel {meta['kernel']}, {meta['cpus']} CPUs per host, "
-             f"{meta['len']}-byte UDP frames. Per router: {unit} per forwarded packet, "
-             "west / east, median of the repetitions, and the repetition farthest from it.", ""]
-    lines.append("| flows | train | " + " | ".join(MODE_TITLE[m] for m in modes) + " |")
-    lines.append("|---|---|" + "---|" * len(modes))
-    for flows, train in keys:
-        cells = []
-        for m in modes:
-            r = by.get((m, flows, train))
-            if not r or not r["west"] or not r["east"]:
-                cells.append("-")
-                continue
-            mark = "" if r["delivered_min"] >= 0.999 else f", delivered {r['delivered_min']:.1%}"
-            # The spread: the repetition farthest from its median.
-            dev = max(max(abs(v - x["median"]) for v in x["runs"]) / x["median"]
-                      for x in (r["west"], r["east"]) if x["median"])
-            cells.append(f"{r['west']['median']} / {r['east']['median']} (±{dev:.1%}{mark})")
-        lines.append(f"| {flows} | {train} | " + " | ".join(cells) + " |")
-    md = "\n".join(lines) + "\n"
-    with open(os.path.join(out, "results.md"), "w") as f:
-        f.write(md)
-    print(md)
-    # The same table for the documentation (Documentation/perf/hosts.rst).
-    rst = [".. csv-table:: " + lines[0], "   :header-rows: 1", "",
-           "   " + ", ".join(['"flows"', '"train"'] + [f'"{MODE_TITLE[m]}"' for m in modes])]
-    for row in lines[4:]:
-        cells = [c.strip() for c in row.strip("|").split("|")]
-        rst.append("   " + ", ".join(f'"{c}"' for c in cells))
-    with open(os.path.join(out, "results.rst"), "w") as f:
-        f.write("\n".join(rst) + "\n")
-
     # The chart: the mean of the two routers against flows, a line a mode.
     dat = os.path.join(out, "plot.dat")
     with open(dat, "w") as f:

@@ -2,7 +2,7 @@
 # gnuplot -e "dat='build/bench/plot.dat'; out='build/bench/results.png'" tools/bench/plot.gp
 set terminal pngcairo size 1200,600 font ",10"
 set output out
-set title "Router work per packet and per router (guest instructions, QEMU icount; lower is better)"
+set title "Router CPU per packet and per router (guest instructions, QEMU icount; lower is better)"
 set style data histogram
 set style histogram cluster gap 1
 set style fill solid 0.8 border -1

@@ -19,11 +19,20 @@ of all its runs on that link type, shared by the link's rows. A point any
 boot of which did not deliver every packet is reported as not delivered and
 gets no figure.
 
-Router cost, per router (the topology has two): the total minus the
-generator, minus the first hop and the receive at west (drop-west covers
-both), minus the two later hops and receives, which cost what the first does
-(drop-west - gen-alone) and which every configuration pays alike:
-    router = (total - 3 * drop_west + 2 * gen_alone) / 2
+The headline figure, router CPU, per router (the topology has two): all a
+router's CPU does for a forwarded packet, its receive (veth NAPI, GRO, the
+ingress hooks), the forwarding and its transmit; not the generator, not the
+sink. The total less the generator, the first hop and the receive at west
+(drop-west covers all three) is the two routers' work plus the two later
+hops; each later hop costs what the first does (drop-west - gen-alone) and
+its receive is the next router's, or the sink's, which only the last one is:
+    router CPU = (total - drop_west) / 2
+(the total less drop-west leaves both routers' forwarding and transmit, two
+hops and two receives: east's and the sink's, which costs what west's does).
+The whole path (total, generator to sink) stands beside it. "Forwarding
+only" leaves the routers' receive out of both sides, which inflates every
+ratio; it is kept in the tables, labelled, for the method:
+    forwarding only = (total - 3 * drop_west + 2 * gen_alone) / 2
 
 Points with an encapsulation on the west - east link (guest.sh --encap:
 802.1Q, PPPoE) are reported in a table of their own, each encapsulation
@@ -36,9 +45,22 @@ module took (taken / (2 routers x received)).
 WALL.jsonl (tools/bench/wall.sh, a guest without icount) adds a table of
 packets per second and iperf3 TCP goodput: wall-clock figures that depend
 on the host, reported beside the icount ones, never mixed with them.
+
+  tools/bench/report.py --from-json RESULTS.json OUTDIR [--readme README.md]
+                        [--plot PLOT.dat]
+
+Writes OUTDIR/NAME.md and OUTDIR/NAME.rst (NAME: RESULTS.json's base name)
+again from a results.json this script wrote (Documentation/perf/*.json),
+and with --readme replaces the block between README's "figures:NAME"
+markers with the status table of that run. tools/bench/figures runs it for
+every published run; tools/check-figures checks that nothing was edited by
+hand.
 """
+import datetime
 import json
+import os
 import statistics
+import subprocess
 import sys
 from collections import defaultdict
 
@@ -75,8 +97,15 @@ def path_cost(total, gen_alone):
 
 
 def router_cost(total, drop_west, gen_alone):
-    """Per router: the total less the generator and three hops (module docstring)."""
+    """Forwarding only, per router: the total less the generator, three hops
+    and the three receives (module docstring). Not a headline figure."""
     return (total - 3 * drop_west + 2 * gen_alone) / 2
+
+
+def router_cpu(total, drop_west):
+    """Router CPU, per router: its receive, forwarding and transmit (module
+    docstring). The headline figure."""
+    return (total - drop_west) / 2
 
 
 def load(paths):
@@ -150,6 +179,11 @@ def wall_report(path):
     """The wall-clock table: (json, markdown lines, rst lines)."""
     with open(path, encoding="utf-8") as f:
         pts = [json.loads(line) for line in f if line.startswith("{")]
+    return wall_render(pts)
+
+
+def wall_render(pts):
+    """wall_report's tables from the points of a wall.sh run."""
     pps = {(p["config"], p["flows"]): p for p in pts if p.get("kind") == "pps"}
     goodput = {p["config"]: p for p in pts if p.get("kind") == "goodput"}
     taken = next((p["taken"] for p in pts if p.get("kind") == "taken"), None)
@@ -197,24 +231,10 @@ def wall_report(path):
     return js, md, rst
 
 
-def main():
-    args = sys.argv[1:]
-    wall = None
-    if len(args) > 2 and args[1] == "--wall":
-        wall = args[2]
-        del args[1:3]
-    if len(args) < 2:
-        sys.exit(__doc__)
-    outdir, paths = args[0], args[1:]
-    runs, meta = load(paths)
+def build_table(runs):
+    """Points and table rows of the raw runs of every boot."""
     points = []
-    # Plain Ethernet first, then each encapsulation.
-    def order(g):
-        if g[ENCAP] == "none":
-            return (0, g)
-        rank = ENCAPS.index(g[ENCAP]) if g[ENCAP] in ENCAPS else len(ENCAPS)
-        return (1, g[0], g[1], g[2], g[4], rank, g[ENCAP], g[3], g[TRAIN])
-    groups = sorted({k[:CONFIG] for k in runs}, key=order)
+    groups = sorted({k[:CONFIG] for k in runs}, key=group_order)
     table = []
     # The generator alone does the same work whatever the link's GRO,
     # qdisc or flow count: one figure per link and family (and
@@ -242,27 +262,86 @@ def main():
                 if c in ("bulk", "xdp"):
                     v["path_per_router"] = path_cost(v["median"], base)
                 if c != "xdp" and drop:
+                    v["router_cpu"] = router_cpu(v["median"], drop)
                     v["router"] = router_cost(v["median"], drop, base)
             where = dict(link=g[0], gro=g[1], qdisc=g[2], flows=g[3], family=g[4],
                          train=g[TRAIN])
             if encap != "none":
                 where["encap"] = encap
             points.append(dict(where, config=c, **v))
-        row = dict(link=g[0], gro=g[1], qdisc=g[2], flows=g[3], family=g[4], encap=encap,
-                   train=g[TRAIN], s=s)
-        table.append(row)
+        table.append(dict(link=g[0], gro=g[1], qdisc=g[2], flows=g[3], family=g[4],
+                          encap=encap, train=g[TRAIN], s=s))
+    return points, table
 
-    def fmt(v, key):
-        if v is None:
-            return "—"
-        if v.get("status") not in ("ok", None):
-            return v["status"]
-        if not v["delivered"]:
-            return "not delivered"
-        if key not in v:
-            return "—"
-        return f"{v[key]:.0f}" + (" ‡" if v.get("misforwarded") else "")
 
+def group_order(g):
+    """Plain Ethernet first, then each encapsulation."""
+    if g[ENCAP] == "none":
+        return (0, g)
+    rank = ENCAPS.index(g[ENCAP]) if g[ENCAP] in ENCAPS else len(ENCAPS)
+    return (1, g[0], g[1], g[2], g[4], rank, g[ENCAP], g[3], g[TRAIN])
+
+
+def table_from_points(points):
+    """The table rows of a results.json's points (build_table's output)."""
+    rows = {}
+    for p in points:
+        g = (p["link"], p["gro"], p["qdisc"], p["flows"], p["family"],
+             p.get("encap", "none"), p.get("train", 1))
+        v = {k: x for k, x in p.items() if k not in
+             ("link", "gro", "qdisc", "flows", "family", "encap", "train", "config")}
+        row = rows.setdefault(g, dict(link=g[0], gro=g[1], qdisc=g[2], flows=g[3],
+                                      family=g[4], encap=g[ENCAP], train=g[TRAIN], s={}))
+        row["s"][p["config"]] = v
+    for row in rows.values():
+        s = row["s"]
+        base = s.get("gen-alone", {}).get("median")
+        drop = s.get("drop-west", {}).get("median")
+        for c, v in s.items():
+            # Runs published before the router CPU figure existed.
+            if c in FORWARDING and c != "xdp" and base and drop and "median" in v:
+                v["router_cpu"] = router_cpu(v["median"], drop)
+    return [rows[g] for g in sorted(rows, key=group_order)]
+
+
+def fmt(v, key):
+    if v is None:
+        return "—"
+    if v.get("status") not in ("ok", None):
+        return v["status"]
+    if not v["delivered"]:
+        return "not delivered"
+    if key not in v:
+        return "—"
+    return f"{v[key]:.0f}" + (" ‡" if v.get("misforwarded") else "")
+
+
+def ratio_cell(st, bk, key):
+    """stock / bulk of KEY, or why there is none."""
+    if key in st and key in bk and bk[key] > 0:
+        return f"{st[key] / bk[key]:.2f}x", st[key] / bk[key]
+    if key in st and key in bk:
+        # Forwarding only, virtio-net: the module's batching also made
+        # the links cheaper than the baseline's hops (kicks, interrupts).
+        return "below zero", None
+    return "—", None
+
+
+def provenance(meta):
+    """Where a run's figures come from, for the tables' captions."""
+    parts = []
+    if meta.get("date"):
+        parts.append(meta["date"])
+    if meta.get("module_commit"):
+        parts.append(f"module {meta['module_commit']}")
+    parts.append(f"kernel {meta.get('kernel', '?')}")
+    parts.append(f"{meta.get('boots', '?')} boot(s)")
+    return ", ".join(parts)
+
+
+def render_all(table, points, meta, wall_js):
+    """The markdown and rst texts of a run, its ratios and its peer rows."""
+    nboots = meta.get("boots", 1)
     ratios = []
 
     def render(rows, encap):
@@ -272,9 +351,11 @@ def main():
         head = ["link", "GRO", "egress qdisc", "flows", "train", "IP"]
         head += ["encap"] if encap else []
         head += ["gen alone", "drop at west", "plain", "stock", "bulk", "xdp",
-                 "router: plain", "router: stock", "router: bulk",
-                 "path per router: bulk", "path per router: xdp", "stock / bulk",
-                 "saved per router",
+                 "router CPU: plain", "router CPU: stock", "router CPU: bulk",
+                 "router CPU: stock / bulk", "whole path: stock / bulk",
+                 "path per router: bulk", "path per router: xdp", "saved per router",
+                 "forwarding only: stock", "forwarding only: bulk",
+                 "forwarding only: stock / bulk",
                  "kicks/pkt stock", "kicks/pkt bulk"]
         head += ["taken by module"] if encap else []
         head += ["bulk size", "spread max"]
@@ -291,28 +372,28 @@ def main():
         for c in ["gen-alone", "drop-west"] + FORWARDING:
             cells.append(fmt(s.get(c), "median"))
         for c in ("plain", "stock", "bulk"):
-            cells.append(fmt(s.get(c), "router"))
+            cells.append(fmt(s.get(c), "router_cpu"))
+        st, bk = s.get("stock", {}), s.get("bulk", {})
+        text, cpu = ratio_cell(st, bk, "router_cpu")
+        cells.append(text)
+        cells.append(ratio_cell(st, bk, "median")[0])
         for c in ("bulk", "xdp"):
             cells.append(fmt(s.get(c), "path_per_router"))
-        st, bk = s.get("stock", {}), s.get("bulk", {})
-        if "router" in st and "router" in bk and bk["router"] > 0:
-            ratio = st["router"] / bk["router"]
-            where = dict(link=r["link"], gro=r["gro"], qdisc=r["qdisc"],
-                         flows=r["flows"], family=r["family"], train=r["train"])
-            if encap:
-                where["encap"] = r["encap"]
-            ratios.append(dict(where, stock_over_bulk=ratio))
-            cells.append(f"{ratio:.2f}x")
-        elif "router" in st and "router" in bk:
-            # The module's batching also made the links cheaper than the
-            # baseline's hops (virtio kicks, receive interrupts).
-            cells.append("below zero")
-        else:
-            cells.append("—")
         if "median" in st and "median" in bk:
             cells.append(f"{(st['median'] - bk['median']) / 2:.0f}")
         else:
             cells.append("—")
+        for c in ("stock", "bulk"):
+            cells.append(fmt(s.get(c), "router"))
+        text, fwd = ratio_cell(st, bk, "router")
+        cells.append(text)
+        if cpu is not None:
+            where = dict(link=r["link"], gro=r["gro"], qdisc=r["qdisc"],
+                         flows=r["flows"], family=r["family"], train=r["train"])
+            if encap:
+                where["encap"] = r["encap"]
+            ratios.append(dict(where, router_cpu_stock_over_bulk=cpu,
+                               forwarding_only_stock_over_bulk=fwd))
         for v in (st, bk):
             k = v.get("kicks_per_packet")
             cells.append("—" if k is None else f"{k:.3f}")
@@ -337,19 +418,19 @@ def main():
     def peers(rows):
         """The peer table: per (link, qdisc, family, flows, train) of plain
         Ethernet, the whole path of stock and module in every receive mode,
-        and the least costly of each side. Its router figures all take the
-        GRO-off baselines (see MERGING), whatever the mode, so that they
+        and the least costly of each side. Its router CPU figures all take
+        the GRO-off drop-west (see MERGING), whatever the mode, so that they
         compare across modes: the receive work past a plain hop, GRO's
         included, is the routers'."""
         by = defaultdict(dict)
-        off_base = {}
+        off_drop = {}
         for r in rows:
             k = (r["link"], r["qdisc"], r["family"], r["flows"], r["train"])
             if r["gro"] == "off":
                 base = r["s"].get("gen-alone", {}).get("median")
                 drop = r["s"].get("drop-west", {}).get("median")
                 if base and drop:
-                    off_base[k] = (base, drop)
+                    off_drop[k] = (base, drop)
             for c in ("stock", "bulk", "xdp"):
                 v = r["s"].get(c)
                 if v and v.get("delivered") and "median" in v:
@@ -360,8 +441,9 @@ def main():
             return [], []
         head = ["link", "egress qdisc", "IP", "flows", "train"]
         head += [f"{c}, GRO {g}" for c, g in PEERS]
-        head += ["best stock", "best module", "best stock / best module",
-                 "router: best stock", "router: best module", "router: stock / module",
+        head += ["best stock", "best module", "whole path: best stock / best module",
+                 "router CPU: best stock", "router CPU: best module",
+                 "router CPU: stock / module",
                  "path per router: best module", "path per router: best XDP",
                  "path: module / XDP"]
         out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -382,9 +464,8 @@ def main():
             cells.append(f"{st[0] / bk[0]:.2f}x" if st and bk else "—")
             routers = {}
             for side, b in (("stock", st), ("bulk", bk)):
-                if b is not None and k in off_base:
-                    base, drop = off_base[k]
-                    routers[side] = router_cost(b[0], drop, base)
+                if b is not None and k in off_drop:
+                    routers[side] = router_cpu(b[0], off_drop[k][1])
                 cells.append(f"{routers[side]:.0f}" if side in routers else "—")
             if routers.get("bulk", 0) > 0 and "stock" in routers:
                 cells.append(f"{routers['stock'] / routers['bulk']:.2f}x")
@@ -393,14 +474,14 @@ def main():
             # XDP against the module per router with the hops included
             # (path_cost): XDP's hops are not the stack's (a redirected
             # frame is received without an skb), so subtracting the
-            # stack's hops from it, as router_cost does, would credit
-            # XDP's cheaper receive to its router.
+            # stack's receive from it would credit XDP's cheaper receive
+            # to its router.
             xd = best["xdp"]
             paths = {}
-            if k in off_base:
+            if k in off_drop:
                 for side, b in (("bulk", bk), ("xdp", xd)):
                     if b is not None:
-                        paths[side] = path_cost(b[0], off_base[k][0])
+                        paths[side] = path_cost(b[0], off_drop[k][0])
             for side in ("bulk", "xdp"):
                 cells.append(f"{paths[side]:.0f}" if side in paths else "—")
             if paths.get("xdp", 0) > 0 and "bulk" in paths:
@@ -411,10 +492,10 @@ def main():
             if st and bk:
                 js.append(dict(link=k[0], qdisc=k[1], family=k[2], flows=k[3], train=k[4],
                                best_stock=dict(gro=st[1], whole_path=st[0],
-                                               router=routers.get("stock"),
+                                               router_cpu=routers.get("stock"),
                                                misforwarded=st[2].get("misforwarded")),
                                best_bulk=dict(gro=bk[1], whole_path=bk[0],
-                                              router=routers.get("bulk"),
+                                              router_cpu=routers.get("bulk"),
                                               misforwarded=bk[2].get("misforwarded")),
                                best_stock_over_best_bulk=st[0] / bk[0],
                                path_per_router_bulk=paths.get("bulk"),
@@ -428,20 +509,22 @@ def main():
     misforwarded = sorted({f"{p['config']}, GRO {p['gro']}: {p['misforwarded']}"
                            for p in points if p.get("misforwarded")})
     encap_rows = [r for r in table if r["encap"] != "none"]
-    md, rst_text = "", ""
+    where = provenance(meta)
+    md, rst_text = f"The run: {where}.\n\n", ""
     if plain_rows or not encap_rows:
         lines = render(plain_rows, False)
-        md = "\n".join(lines) + "\n"
-        rst_text = rst_table(lines, "Guest instructions per packet (medians of every run "
-                             f"of {len(paths)} boot(s)); router columns per router")
+        md += "\n".join(lines) + "\n"
+        rst_text = rst_table(lines, f"Guest instructions per packet ({where}; medians of "
+                             f"every run of {nboots} boot(s)); router CPU and forwarding-only "
+                             "columns per router")
     if encap_rows:
         lines = render(encap_rows, True)
-        md += ("\n" if md else "") + "Encapsulation on the west - east link:\n\n"
+        md += "\nEncapsulation on the west - east link:\n\n"
         md += "\n".join(lines) + "\n"
         rst_text += ("\n" if rst_text else "") + rst_table(
             lines, "Encapsulation on the west - east link (vlan: 802.1Q id 100; pppoe: a "
-            "PPPoE session): guest instructions per packet (medians of every run of "
-            f"{len(paths)} boot(s)); router columns per router, encapsulation included")
+            f"PPPoE session): guest instructions per packet ({where}; medians of every "
+            f"run of {nboots} boot(s)); router columns per router, encapsulation included")
     peer_lines, peer_js = peers(plain_rows)
     if peer_lines:
         md += ("\nThe module against every stock receive mode and XDP forwarding (whole "
@@ -449,45 +532,157 @@ def main():
                "forwarding, at the routers' receive; xdp: xdp_fwd on the routers' receive "
                "devices):\n\n" + "\n".join(peer_lines) + "\n")
         rst_text += "\n" + rst_table(
-            peer_lines, "The module against every stock receive mode: whole path, "
-            "generator to sink, guest instructions per packet (medians); the router "
-            "columns per router, for the least costly mode of each side, over the "
-            "GRO-off hops")
+            peer_lines, f"The module against every stock receive mode ({where}): whole "
+            "path, generator to sink, guest instructions per packet (medians); router "
+            "CPU per router, for the least costly mode of each side, over the GRO-off "
+            "drop-west")
     if misforwarded:
         note = ("‡ every packet arrived, but not every one was forwarded right "
                 "(the sink's TTL range and bad IPv4 header checksums): " + "; ".join(misforwarded))
         md += "\n" + note + "\n"
         rst_text += "\n" + note + "\n"
-    wall_js = None
-    if wall:
-        wall_js, wall_md, wall_rst = wall_report(wall)
+    if wall_js:
+        _, wall_md, wall_rst = wall_render(wall_js["points"])
         md += "\nWall clock (multi-threaded TCG, host-dependent):\n\n" + "\n".join(wall_md) + "\n"
         rst_text += "\n" + "\n".join(wall_rst) + "\n"
+    return md, rst_text, ratios, peer_js
+
+
+README_FLOWS = (1, 10, 100, 10000)
+
+
+def readme_block(table, meta):
+    """README's status table: router CPU and whole path, stock / module,
+    GRO on at both (Debian's default) and GRO off at both (stock's best
+    correct mode), veth, round-robin flows."""
+    by = {}
+    for r in table:
+        if (r["encap"] == "none" and r["link"].startswith("veth") and r["qdisc"] == "noqueue"
+                and r["family"] == 4 and r["train"] == 1 and r["gro"] in ("on", "off")):
+            by[(r["gro"], r["flows"])] = r["s"]
+    out = [f"Instructions per packet, stock flowtable / module ({provenance(meta)}, "
+           "QEMU -icount, 128-byte UDP over veth in bursts of 32, every packet delivered):",
+           "",
+           "| flows | router CPU, GRO on | whole path, GRO on | router CPU, GRO off "
+           "| whole path, GRO off |",
+           "| --- | --- | --- | --- | --- |"]
+    for flows in README_FLOWS:
+        cells = [f"{flows:,}"]
+        for gro in ("on", "off"):
+            s = by.get((gro, flows), {})
+            st, bk = s.get("stock", {}), s.get("bulk", {})
+            for key in ("router_cpu", "median"):
+                if key in st and key in bk and st.get("delivered") and bk.get("delivered"):
+                    cells.append(f"{st[key]:.0f} / {bk[key]:.0f} = {st[key] / bk[key]:.2f}x")
+                else:
+                    cells.append("—")
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def replace_block(path, name, lines):
+    """Replace the lines between README's figures:NAME markers."""
+    begin, end = f"<!-- figures:{name} begin -->", f"<!-- figures:{name} end -->"
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if begin not in text or end not in text:
+        sys.exit(f"report.py: {path} has no {begin} ... {end} block")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head + begin + "\n" + "\n".join(lines) + "\n" + end + tail)
+
+
+def write_plot(table, path):
+    """tools/bench/plot.gp's data: router CPU of plain, stock and bulk."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("# label plain stock bulk (router CPU, instructions per packet)\n")
+        for r in table:
+            s = r["s"]
+            vals = [s.get(c, {}).get("router_cpu") for c in ("plain", "stock", "bulk")]
+            label = f"{r['link']}/gro-{r['gro']}/{r['qdisc']}/{r['flows']}fl/v{r['family']}"
+            if r["train"] != 1:
+                label += f"/train{r['train']}"
+            if r["encap"] != "none":
+                label += f"/{r['encap']}"
+            f.write(label + " " + " ".join("NaN" if v is None else f"{v:.1f}" for v in vals)
+                    + "\n")
+
+
+def module_commit(repo):
+    """The commit the module was built from, -dirty when module/ has changes."""
+    try:
+        rev = subprocess.run(["git", "-C", repo, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", repo, "diff", "--quiet", "HEAD", "--", "module"],
+                               check=False).returncode != 0
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return rev + ("-dirty" if dirty else "")
+
+
+def from_json(args):
+    opts = {"--readme": None, "--plot": None}
+    for opt in opts:
+        if opt in args:
+            i = args.index(opt)
+            opts[opt] = args[i + 1]
+            del args[i:i + 2]
+    readme, plot = opts["--readme"], opts["--plot"]
+    if len(args) != 2:
+        sys.exit(__doc__)
+    src, outdir = args
+    with open(src, encoding="utf-8") as f:
+        res = json.load(f)
+    table = table_from_points(res["points"])
+    md, rst_text, _, _ = render_all(table, res["points"], res["meta"], res.get("wall"))
+    name = os.path.splitext(os.path.basename(src))[0]
+    with open(os.path.join(outdir, f"{name}.md"), "w", encoding="utf-8") as f:
+        f.write(md)
+    with open(os.path.join(outdir, f"{name}.rst"), "w", encoding="utf-8") as f:
+        f.write(rst_text)
+    if readme:
+        replace_block(readme, name, readme_block(table, res["meta"]))
+    if plot:
+        write_plot(table, plot)
+
+
+def main():
+    args = sys.argv[1:]
+    if args and args[0] == "--from-json":
+        return from_json(args[1:])
+    wall = None
+    if len(args) > 2 and args[1] == "--wall":
+        wall = args[2]
+        del args[1:3]
+    if len(args) < 2:
+        sys.exit(__doc__)
+    outdir, paths = args[0], args[1:]
+    runs, meta = load(paths)
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    meta = dict(meta, boots=len(paths),
+                date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+                module_commit=module_commit(repo),
+                metric="guest instructions per packet (QEMU -icount shift=0)")
+    points, table = build_table(runs)
+    wall_js = None
+    if wall:
+        wall_js, _, _ = wall_report(wall)
+    md, rst_text, ratios, peer_js = render_all(table, points, meta, wall_js)
 
     with open(f"{outdir}/results.json", "w", encoding="utf-8") as f:
-        json.dump({"schema": 1, "meta": dict(meta, boots=len(paths),
-                                            metric="guest instructions per packet (QEMU -icount shift=0)"),
-                   "points": points, "stock_over_bulk": ratios, "peers": peer_js,
-                   "wall": wall_js},
+        json.dump({"schema": 1, "meta": meta, "points": points,
+                   "stock_over_bulk": ratios, "peers": peer_js, "wall": wall_js},
                   f, indent=2)
         f.write("\n")
     with open(f"{outdir}/results.md", "w", encoding="utf-8") as f:
         f.write(md)
     with open(f"{outdir}/results.rst", "w", encoding="utf-8") as f:
         f.write(rst_text)
-    with open(f"{outdir}/plot.dat", "w", encoding="utf-8") as f:
-        f.write("# label plain stock bulk (router instructions per packet)\n")
-        for r in table:
-            s = r["s"]
-            vals = [s.get(c, {}).get("router") for c in ("plain", "stock", "bulk")]
-            label = f"{r['link']}/gro-{r['gro']}/{r['qdisc']}/{r['flows']}fl/v{r['family']}"
-            if r["train"] != 1:
-                label += f"/train{r['train']}"
-            if r["encap"] != "none":
-                label += f"/{r['encap']}"
-            f.write(label + " " + " ".join("NaN" if v is None else f"{v:.1f}" for v in vals) + "\n")
+    write_plot(table, f"{outdir}/plot.dat")
     print(md, end="")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
