@@ -83,7 +83,8 @@ def summary_lines(meta, results, by, keys):
     """The summary's markdown rows: stock and module on both routers, XDP."""
     unit = meta["unit"]
     head = ["flows", "train", f"stock flowtable, {unit}", f"nf_flow_bulk on both, {unit}",
-            "stock / module", f"XDP (xdp_fwd), {unit}", "repetitions", "notes"]
+            "stock / module", f"XDP (xdp_fwd), {unit}", "module / XDP", "repetitions",
+            "notes"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for flows, train in keys:
         st, bk, xd = (by.get((m, flows, train)) for m in ("stock", "bulk", "xdp"))
@@ -99,7 +100,8 @@ def summary_lines(meta, results, by, keys):
         lines.append("| " + " | ".join([
             str(flows), str(train), str(st["router"]), str(bk["router"]),
             f"{st['router'] / bk['router']:.2f}x",
-            str(xd["router"]) if xd and xd["router"] else "-", str(reps),
+            str(xd["router"]) if xd and xd["router"] else "-",
+            f"{bk['router'] / xd['router']:.2f}x" if xd and xd["router"] else "-", str(reps),
             "; ".join(notes) or "-"]) + " |")
     return lines
 
