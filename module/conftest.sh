@@ -56,8 +56,7 @@ EOF
 # Not a feature: the kernels the module is proven on (compat.h,
 # NFB_KERNEL_PROVEN): the whole selftest suite passes on 6.1 and 6.12. It
 # passes on 7.3 too (make check runs it there), but Debian's 7.3 is a
-# release candidate and the module leaves 7.x's tunnelled flows to the
-# stock hook (Documentation/kernels.rst).
+# release candidate (Documentation/kernels.rst).
 probe KERNEL_PROVEN "$@" <<'EOF' &
 #include <linux/version.h>
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
