@@ -2,6 +2,7 @@
 #
 #   make                 module for the default kernel + the flowbulk tool
 #   make module KVER=V   module for another installed kernel (or KDIR=path)
+#   make userspace       the flowbulk tool alone (build/userspace)
 #   make modules-all     module for every installed kernel (tools/kernels)
 #   make check           set-up, build, every test; ends with "N passed, N failed"
 #   make check-install   the DKMS install test in a VM (long: not in check)
@@ -13,6 +14,7 @@
 #   make bench-peers     the module against the stock alternatives (fraglist
 #                        GRO, UDP GRO forwarding, GRO off) and XDP, published
 #   make bench-xdp       the benchmark's XDP forwarder (BPF objects)
+#   make bench-module    the benchmark's generator and sink (nfb_bench.ko)
 #   make bench-setup     flow set-up: 5,000 new flows per second, stock and
 #                        the module (tools/bench/setup.sh)
 #   make bench-hosts     sunset - west - east - sunrise on four guests, or on
@@ -23,12 +25,17 @@
 #   make install         module into /lib/modules/KVER/updates (depmod), tool,
 #                        man page, completion, examples under PREFIX; DESTDIR
 #   make uninstall       remove what make install put there
+#   make install-module, install-userspace, uninstall-module,
+#     uninstall-userspace  one half of install / uninstall
 #   make dkms            sources into /usr/src, dkms add + install for KVER
+#   make dkms-source     the sources into /usr/src only (no dkms add)
 #   make dkms-uninstall  dkms remove --all, sources out of /usr/src
 #   make deb             the Debian packages nf-flow-bulk-dkms and flowbulk
 #                        into build/deb (dpkg-buildpackage; DEB_BUILD_OPTIONS)
 #   make check-deb       the packages installed, booted, reloaded, upgraded
 #                        and purged in a VM (long: not in check)
+#   make clean           remove build/
+#   make help            this list
 
 # The running kernel when its headers are there (a router), else the
 # project's default kernel (this machine's guests).
@@ -192,7 +199,7 @@ check-deb:
 check-newest:
 	NFB_KERNELS=none tools/check
 
-# Not part of check: builds the debug kernel the first time (about an hour).
+# Not part of check: builds the debug kernel the first time (hours).
 check-debug:
 	tools/debug-kernel/check
 
