@@ -14,6 +14,8 @@
 #   make bench-peers     the module against the stock alternatives (fraglist
 #                        GRO, UDP GRO forwarding, GRO off) and XDP, published
 #   make bench-xdp       the benchmark's XDP forwarder (BPF objects)
+#   make figures         the published tables and README's status table again
+#                        from Documentation/perf/*.json (tools/bench/figures)
 #   make bench-module    the benchmark's generator and sink (nfb_bench.ko)
 #   make bench-setup     flow set-up: 5,000 new flows per second, stock and
 #                        the module (tools/bench/setup.sh)
@@ -61,7 +63,7 @@ EXAMPLES := packaging/modprobe.d/nf_flow_bulk.conf \
 	packaging/sysctl.d/90-nf_flow_bulk.conf \
 	packaging/modules-load.d/nf_flow_bulk.conf
 
-.PHONY: all module bench-module bench-xdp bench-setup bench-hosts bench-rtnl modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
+.PHONY: figures all module bench-module bench-xdp bench-setup bench-hosts bench-rtnl modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
 .PHONY: install uninstall install-module uninstall-module install-userspace uninstall-userspace
 .PHONY: dkms dkms-source dkms-uninstall deb check-deb
 
@@ -217,6 +219,9 @@ bench:
 
 bench-peers:
 	tools/bench/run --peers --boots 2 --jobs 2 --publish
+
+figures:
+	tools/bench/figures
 
 bench-setup:
 	tools/bench/run --setup
