@@ -49,10 +49,11 @@ MODE_TITLE = {
 
 
 def module_commit():
-    """The commit the module was built from, -dirty when module/ has changes."""
+    """The last commit that changed module/, -dirty when module/ has changes
+    of its own: the module the run measured."""
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
-        rev = subprocess.run(["git", "-C", repo, "rev-parse", "--short", "HEAD"],
+        rev = subprocess.run(["git", "-C", repo, "log", "-1", "--format=%h", "--", "module"],
                              capture_output=True, text=True, check=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", repo, "diff", "--quiet", "HEAD", "--", "module"],
                                check=False).returncode != 0
