@@ -48,6 +48,10 @@ on the host, reported beside the icount ones, never mixed with them.
 
   tools/bench/report.py --from-json RESULTS.json OUTDIR [--readme README.md]
                         [--plot PLOT.dat]
+  tools/bench/report.py --from-json --summary RESULTS.json
+
+The --summary form prints the demo's side-by-side (stock / module: router
+CPU, whole path, delivery) of a run.
 
 Writes OUTDIR/NAME.md and OUTDIR/NAME.rst (NAME: RESULTS.json's base name)
 again from a results.json this script wrote (Documentation/perf/*.json),
@@ -580,6 +584,42 @@ def readme_block(table, meta):
     return out
 
 
+def delivery(v):
+    """A configuration's delivery over its boots: received of sent."""
+    if not v:
+        return "—"
+    sent, received = sum(v.get("sent", [])), sum(v.get("received", []))
+    text = f"{received} of {sent}"
+    if v.get("reordered"):
+        text += f", {v['reordered']} out of order"
+    if v.get("misforwarded"):
+        text += ", misforwarded"
+    return text
+
+
+def summary_block(table, meta):
+    """The demo's side-by-side: per plain-Ethernet point, stock / module
+    router CPU and whole path, and what each delivered."""
+    out = [f"Guest instructions per packet, stock flowtable / nf_flow_bulk ({provenance(meta)}):",
+           "", "| link | GRO | egress qdisc | flows | router CPU | whole path | delivered: stock "
+           "| delivered: module |", "|---|---|---|---|---|---|---|---|"]
+    for r in table:
+        s = r["s"]
+        st, bk = s.get("stock"), s.get("bulk")
+        if r["encap"] != "none" or not st or not bk:
+            continue
+        cells = [r["link"], r["gro"], r["qdisc"], str(r["flows"])]
+        for key in ("router_cpu", "median"):
+            if key in st and key in bk:
+                cells.append(f"{st[key]:.0f} / {bk[key]:.0f} = {st[key] / bk[key]:.2f}x")
+            else:
+                cells.append("not delivered" if not (st["delivered"] and bk["delivered"])
+                             else "—")
+        cells += [delivery(st), delivery(bk)]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
 def replace_block(path, name, lines):
     """Replace the lines between README's figures:NAME markers."""
     begin, end = f"<!-- figures:{name} begin -->", f"<!-- figures:{name} end -->"
@@ -610,9 +650,10 @@ def write_plot(table, path):
 
 
 def module_commit(repo):
-    """The commit the module was built from, -dirty when module/ has changes."""
+    """The last commit that changed module/, -dirty when module/ has changes
+    of its own: the module the run measured."""
     try:
-        rev = subprocess.run(["git", "-C", repo, "rev-parse", "--short", "HEAD"],
+        rev = subprocess.run(["git", "-C", repo, "log", "-1", "--format=%h", "--", "module"],
                              capture_output=True, text=True, check=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", repo, "diff", "--quiet", "HEAD", "--", "module"],
                                check=False).returncode != 0
@@ -622,13 +663,19 @@ def module_commit(repo):
 
 
 def from_json(args):
-    opts = {"--readme": None, "--plot": None}
+    opts = {"--readme": None, "--plot": None, "--summary": None}
     for opt in opts:
         if opt in args:
             i = args.index(opt)
             opts[opt] = args[i + 1]
             del args[i:i + 2]
     readme, plot = opts["--readme"], opts["--plot"]
+    if opts["--summary"] is not None:
+        # The demo's short table, printed; nothing written.
+        with open(opts["--summary"], encoding="utf-8") as f:
+            res = json.load(f)
+        print("\n".join(summary_block(table_from_points(res["points"]), res["meta"])))
+        return 0
     if len(args) != 2:
         sys.exit(__doc__)
     src, outdir = args
