@@ -54,12 +54,12 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_fastpath.sh
-source "$(dirname "$0")/lib_fastpath.sh"
+# shellcheck source=tools/testing/lib/fastpath.sh
+source "$NFB_LIB/fastpath.sh"
 
 nfb_require_tool ip nft python3 tcpdump jq tc
 
-PY=("$FP_DIR/nfb_encap.py")
+PY=("$NFB_LIB/nfb_encap.py")
 N=500
 # NFB_ENCAP_STREAMS=0: only the mixed, GSO and malformed parts (a quicker
 # run to watch a deliberately broken module fail); =standin: those and the
@@ -391,7 +391,7 @@ for f in "${flows[@]}"; do
 done
 # An echoed probe offloads its flow (the reply is confirmed).
 cap_start "$S" s0
-ip netns exec "$R" python3 "$FP_DIR/nfb_genl.py" reset
+ip netns exec "$R" python3 "$NFB_LIB/nfb_genl.py" reset
 rounds=40
 echo 1 >"$hold"
 ip netns exec "$C" taskset -c 0 python3 "${PY[@]}" burst "$rounds" "${flows[@]}"

@@ -31,15 +31,15 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_fastpath.sh
-source "$(dirname "$0")/lib_fastpath.sh"
+# shellcheck source=tools/testing/lib/fastpath.sh
+source "$NFB_LIB/fastpath.sh"
 
 nfb_require_tool ip nft python3 setpriv unshare dmesg
 
 seed=${NFB_FUZZ_SEED:-1}
 count=${NFB_FUZZ_COUNT:-20000}
 secs=${NFB_FUZZ_TIME:-20}
-fuzz=("$FP_DIR/nfb_fuzz_genl.py")
+fuzz=("$NFB_REPO/selftests/nfb_fuzz_genl.py")
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {

@@ -45,7 +45,10 @@ import sys
 import time
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The test library (tools/testing/lib), or the copy beside this file that
+# selftests/nfb_fuzz_genl.sh makes for an unprivileged run.
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "tools", "testing", "lib")]
 import nfb_genl  # noqa: E402
 
 from scapy.layers.inet import IP, TCP, UDP, ICMP  # noqa: E402

@@ -13,11 +13,11 @@
 
 "run" is one pass of the seeded traffic through one of the topologies of
 nfb_oracle.sh (client C, router R, server S; the plain one is
-lib_fastpath.sh's). One process drives both ends: it enters C and S with
-setns() to open its AF_PACKET sockets there. It offloads every flow first
-(warm-up packets both ways until R's conntrack table shows [OFFLOAD]), then
-sends the measured packets from C in bursts, each burst as one NAPI poll of
-the router (see send_burst()), and records in FILE what reaches S and the
+tools/testing/lib/fastpath.sh's). One process drives both ends: it enters C
+and S with setns() to open its AF_PACKET sockets there. It offloads every
+flow first (warm-up packets both ways until R's conntrack table shows
+[OFFLOAD]), then sends the measured packets from C in bursts, each burst as
+one NAPI poll of the router (see send_burst()), and records in FILE what reaches S and the
 ICMP errors that come back to C. Every measured packet carries, at the
 start of its L4 payload, MAGIC, its flow id, its kind and its sequence
 number in the flow.
@@ -398,8 +398,9 @@ class Run:
                 self.ct_proc = None
             self.nl = None
             if self.args.attach:
-                sys.path.insert(0, os.path.dirname(os.path.abspath(
-                    __file__)))
+                sys.path.insert(0, os.path.join(os.path.dirname(
+                    os.path.abspath(__file__)), "..", "tools", "testing",
+                    "lib"))
                 sys.dont_write_bytecode = True
                 import nfb_genl
                 self.genl = nfb_genl

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Helpers for the datapath selftests (sourced after lib.sh).
+# Helpers for the datapath selftests (sourced after nfb.sh).
 #
 # Topology made by fp_topology:
 #
@@ -9,7 +9,7 @@
 #   10.0.1.1/24            10.0.1.254         10.0.2.254              10.0.2.1/24
 #   fd00:1::1/64           fd00:1::fe         fd00:2::fe              fd00:2::1/64
 
-FP_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+FP_DIR=$NFB_LIB
 FP_GENL=("$FP_DIR/nfb_genl.py")
 FP_TMP=
 
@@ -35,7 +35,7 @@ fp_unpriv_copy() {
 	echo "$d/${1##*/}"
 }
 
-# nfb_genl.py in namespace $1. Without site (-S): it needs the standard
+# nfb_genl.py (this directory) in namespace $1. Without site (-S): it needs the standard
 # library only, and site's path setup costs about 0.1 s per start under TCG.
 fp_genl() {
 	local ns=$1

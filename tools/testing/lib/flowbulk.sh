@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Helpers for the flowbulk selftests; sourced after lib.sh.
+# Helpers for the flowbulk selftests; sourced after nfb.sh.
 
 # nfb_proc_totals NS: /proc/net/stat/nf_flow_bulk of NS (hex, one row per
 # CPU) summed over CPUs, one "column total" line per column, sorted.
@@ -34,7 +34,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, sys.argv[1])
 import nfb_genl as g
 print(json.dumps({"decline": g.DECLINE, "fallback": g.FALLBACK, "drop": g.DROP}))' \
-			"$NFB_REPO/selftests")
+			"$NFB_LIB")
 }
 
 # nfb_json_totals NS: the same totals from flowbulk -j stats.
