@@ -15,6 +15,8 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=tools/testing/lib/fastpath.sh
+source "$NFB_LIB/fastpath.sh"
 
 nfb_require_tool ip nft jq
 
@@ -36,19 +38,11 @@ ip -n "$ns" link set veth1 up
 fb() { ip netns exec "$ns" "$FLOWBULK" "$@"; }
 nft_ns() { ip netns exec "$ns" nft "$@"; }
 
-nft_ns -f - <<'EOF'
-table inet fw {
-	flowtable ft {
-		hook ingress priority 0
-		devices = { veth0, veth1 }
-	}
-	chain forward {
+fp_ruleset -n "$ns" -t fw -d "veth0 veth1" -N -l none -s 'chain forward {
 		type filter hook forward priority filter; policy drop;
 		ct state established,related accept
 		iifname "veth0" oifname "veth1" tcp dport 22 accept
-	}
-}
-EOF
+	}'
 
 # The chain as nft sees it: policy, then each rule as "handle expr-json".
 chain_state() {

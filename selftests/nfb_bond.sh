@@ -153,16 +153,7 @@ topology() {
 	# leave on queue 2 (a mask of CPU 0 only: make check runs this test
 	# in a 1-vCPU guest, where a mask naming CPU 1 is refused).
 	ip netns exec "$C" sh -c 'echo 1 >/sys/class/net/c0/queues/tx-2/xps_cpus'
-	ip netns exec "$R" nft -f - <<-EOF
-	table inet fp {
-		flowtable ft { hook ingress priority 0; devices = { r0, o0, o1 }; counter; }
-		chain fwdchain {
-			type filter hook forward priority filter; policy accept;
-			meta l4proto udp flow add @ft
-			counter
-		}
-	}
-	EOF
+	fp_ruleset -d "r0 o0 o1" -l udp
 	if [ "$kind" = lacp ]; then
 		if ! busywait 60000 lacp_ready "$R" o0 || ! busywait 60000 lacp_ready "$R" o1; then
 			log_fail "$kind: no LACP partner after 60 s"

@@ -130,16 +130,7 @@ topology() {
 		ip -n "$S" route add default via "10.0.$t.254" table "$t"
 	done
 	ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
-	ip netns exec "$R" nft -f - <<-EOF
-	table inet fp {
-		flowtable ft { hook ingress priority 0; devices = { r0, r1, r2 }; counter; }
-		chain fwdchain {
-			type filter hook forward priority filter; policy accept;
-			meta l4proto udp flow add @ft
-			counter
-		}
-	}
-	EOF
+	fp_ruleset -d "r0 r1 r2" -l udp
 	local a
 	for a in "10.0.1.1 10.0.2.1" "10.0.11.1 10.0.12.1" "10.0.1.1 10.0.22.1" \
 		"10.0.1.1 10.0.3.1" "10.0.21.1 10.0.2.1"; do

@@ -76,18 +76,13 @@ permanent "$R" r1 fd00:2::1 "$S" s0
 permanent "$S" s0 10.0.2.254 "$R" r1
 permanent "$S" s0 fd00:2::fe "$R" r1
 
-ip netns exec "$R" nft -f - <<-EOF
-table inet fz {
-	flowtable ft { hook ingress priority 0; devices = { r0, r1 }; }
-	chain forward_fz {
+fp_ruleset -t fz -N -l none -s "chain forward_fz {
 		type filter hook forward priority filter; policy accept;
 		ip saddr 10.0.1.1 ip daddr 10.0.2.1 udp sport 40000 udp dport 7000 flow add @ft
 		ip saddr 10.0.1.1 ip daddr 10.0.2.1 tcp sport 40001 tcp dport 7001 flow add @ft
 		ip6 saddr fd00:1::1 ip6 daddr fd00:2::1 udp sport 40000 udp dport 7000 flow add @ft
 		ip6 saddr fd00:1::1 ip6 daddr fd00:2::1 tcp sport 40001 tcp dport 7001 flow add @ft
-	}
-}
-EOF
+	}"
 fp_genl "$R" attach inet fz ft
 
 if ! ip netns exec "$R" env NFB_FUZZ_SEED="$seed" NFB_FUZZ_COUNT="$count" \

@@ -249,21 +249,10 @@ oracle_pppoe() {
 # every TCP and UDP flow offloaded, masquerade for the source ports
 # 30000-39999 out of $RS_DEV.
 oracle_ruleset() {
-	cat >"$FP_TMP/$topo/ruleset.nft" <<-EOF
-	table inet fp {
-		flowtable ft { hook ingress priority 0; devices = { r0, r1 }; counter; }
-		chain fwdchain {
-			type filter hook forward priority filter; policy accept;
-			meta l4proto { tcp, udp } flow add @ft
-			counter
-		}
-		chain post {
-			type nat hook postrouting priority srcnat;
-			oifname "$RS_DEV" meta l4proto { tcp, udp } th sport 30000-39999 masquerade
-		}
-	}
-	EOF
-	ip netns exec "$R" nft -f "$FP_TMP/$topo/ruleset.nft"
+	fp_ruleset -w "$FP_TMP/$topo/ruleset.nft" -s "chain post {
+		type nat hook postrouting priority srcnat;
+		oifname \"$RS_DEV\" meta l4proto { tcp, udp } th sport 30000-39999 masquerade
+	}"
 }
 
 # oracle_topology: the topology $topo (see the top). C, R and S are new

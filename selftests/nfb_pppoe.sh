@@ -150,16 +150,7 @@ topology() {
 	echo "INFO: R: $(tc -n "$R" qdisc show dev pppr)"
 	echo "INFO: C's /proc/net/pppoe: $(ip netns exec "$C" tail -n +2 /proc/net/pppoe)"
 
-	ip netns exec "$R" nft -f - <<-EOF
-	table inet fp {
-		flowtable ft { hook ingress priority 0; devices = { r0, r1 }; counter; }
-		chain fwdchain {
-			type filter hook forward priority filter; policy accept;
-			meta l4proto udp flow add @ft
-			counter
-		}
-	}
-	EOF
+	fp_ruleset -l udp
 	local a
 	for a in "10.0.4.1 10.0.2.1" "fd00:4::1 fd00:2::1" "10.0.5.1 10.0.2.1"; do
 		read -r src dst <<<"$a"

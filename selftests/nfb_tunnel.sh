@@ -121,16 +121,7 @@ topology() {
 	EOF
 	ip -n "$S" -6 rule add from fd00:6::1 table 100
 	ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
-	ip netns exec "$R" nft -f - <<-EOF
-	table inet fp {
-		flowtable ft { hook ingress priority 0; devices = { r0, r1 }; counter; }
-		chain fwdchain {
-			type filter hook forward priority filter; policy accept;
-			meta l4proto udp flow add @ft
-			counter
-		}
-	}
-	EOF
+	fp_ruleset -l udp
 	local a
 	for a in "10.0.1.1 10.0.5.1" "fd00:1::1 fd00:5::1" "fd00:1::1 fd00:6::1"; do
 		read -r src dst <<<"$a"

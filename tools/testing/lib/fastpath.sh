@@ -164,24 +164,80 @@ fp_addresses() {
 		{ log_fail "topology: no IPv6 connectivity"; return 1; }
 }
 
-# fp_ruleset [PRIORITY [MASQ]]: inet table "fp" with flowtable "ft" on r0 r1
-# and a counted forward chain; MASQ=1 adds masquerade on r1 (v4 and v6).
+# fp_ruleset [OPTION...] [PRIORITY [MASQ]]: in $R, table inet "fp" with
+# flowtable "ft" (hook ingress, priority PRIORITY, default 0) on r0 r1 with
+# counter, and a forward chain "fwdchain" that offloads TCP and UDP and
+# counts what it sees; MASQ=1 adds masquerade on r1 (IPv4 and IPv6). Every
+# test's flowtable ruleset is made here; the options say how it differs:
+#   -n NS        the namespace (default $R)
+#   -T FAMILY    the table's family (inet)
+#   -t TABLE     the table's name (fp)
+#   -F NAME      the flowtable's name (ft)
+#   -H HOOK      the flowtable's hook (ingress; early_ingress only with -o,
+#                for flowbulk -f: stock nft rejects it)
+#   -p PRIO      the flowtable's priority (as PRIORITY)
+#   -d "DEV..."  the flowtable's devices (r0 r1)
+#   -N           no counter on the flowtable
+#   -l L4        what fwdchain offloads: "{ tcp, udp }" (default), "udp"...;
+#                none: no fwdchain
+#   -K           no counter rule in fwdchain
+#   -s TEXT      more of the table (a chain of its own), repeatable
+#   -f           flush the namespace's ruleset first, in the same transaction
+#   -w FILE      write the ruleset to FILE too, and load it from there
+#   -o FILE      write the ruleset to FILE only, load nothing
 fp_ruleset() {
-	local prio=${1:-0} masq=${2:-0} nat=
-	if [ "$masq" = 1 ]; then
-		nat="chain post { type nat hook postrouting priority srcnat; oifname r1 masquerade; }"
+	local ns=${R:-} family=inet table=fp ft=ft hook=ingress prio=0 devs="r0 r1"
+	local ftcounter=" counter;" l4="{ tcp, udp }" fwdcounter=counter flush=''
+	local write='' only='' opt text extra=() OPTIND=1
+	while getopts "n:T:t:F:H:p:d:Nl:Ks:fw:o:" opt; do
+		case "$opt" in
+		n) ns=$OPTARG ;;
+		T) family=$OPTARG ;;
+		t) table=$OPTARG ;;
+		F) ft=$OPTARG ;;
+		H) hook=$OPTARG ;;
+		p) prio=$OPTARG ;;
+		d) devs=$OPTARG ;;
+		N) ftcounter= ;;
+		l) l4=$OPTARG ;;
+		K) fwdcounter= ;;
+		s) extra+=("$OPTARG") ;;
+		f) flush="flush ruleset" ;;
+		w) write=$OPTARG ;;
+		o) only=$OPTARG ;;
+		*) echo "fp_ruleset: bad option" >&2; return 1 ;;
+		esac
+	done
+	shift $((OPTIND - 1))
+	prio=${1:-$prio}
+	if [ "${2:-0}" = 1 ]; then
+		extra+=("chain post { type nat hook postrouting priority srcnat; oifname r1 masquerade; }")
 	fi
-	ip netns exec "$R" nft -f - <<-EOF
-	table inet fp {
-		flowtable ft { hook ingress priority $prio; devices = { r0, r1 }; counter; }
-		chain fwdchain {
-			type filter hook forward priority filter; policy accept;
-			meta l4proto { tcp, udp } flow add @ft
-			counter
-		}
-		$nat
-	}
-	EOF
+	text="$flush
+table $family $table {
+	flowtable $ft { hook $hook priority $prio; devices = { ${devs// /, } };$ftcounter }"
+	if [ "$l4" != none ]; then
+		text+="
+	chain fwdchain {
+		type filter hook forward priority filter; policy accept;
+		meta l4proto $l4 flow add @$ft
+		$fwdcounter
+	}"
+	fi
+	for opt in "${extra[@]}"; do
+		text+="
+	$opt"
+	done
+	text+="
+}"
+	if [ -n "$only" ]; then
+		echo "$text" >"$only"
+	elif [ -n "$write" ]; then
+		echo "$text" >"$write"
+		ip netns exec "$ns" nft -f "$write"
+	else
+		ip netns exec "$ns" nft -f - <<<"$text"
+	fi
 }
 
 # Packets that went through the forward chain (the slow path).
