@@ -124,6 +124,8 @@ flowbulk=$repo/build/userspace/flowbulk
 bench_start
 # shellcheck source=tools/testing/lib/nfb.sh
 source tools/testing/lib/nfb.sh
+# shellcheck source=tools/testing/lib/proc.sh
+source tools/testing/lib/proc.sh
 bulk_ok=0
 if nfb_load_module 2>/dev/null && [ -x "$flowbulk" ]; then
 	bulk_ok=1
@@ -161,21 +163,11 @@ kicks() {
 # "PACKETS BULKS". One process per router: it runs between the warm-up and
 # the runs (see point()).
 nfb_stats() {
-	local ns out hdr row i ip ib p=0 b=0
+	local ns p=0 b=0 pb
 	for ns in "$NS_WEST" "$NS_EAST"; do
-		out=$(in_ns "$ns" cat /proc/net/stat/nf_flow_bulk 2>/dev/null) || continue
-		ip=-1 ib=-1
-		{
-			read -r -a hdr || continue
-			for i in "${!hdr[@]}"; do
-				[ "${hdr[$i]}" != packets ] || ip=$i
-				[ "${hdr[$i]}" != bulks ] || ib=$i
-			done
-			while read -r -a row; do
-				[ "$ip" -lt 0 ] || p=$((p + 16#${row[$ip]}))
-				[ "$ib" -lt 0 ] || b=$((b + 16#${row[$ib]}))
-			done
-		} <<<"$out"
+		pb=$(nfb_proc_get "$ns" packets bulks 2>/dev/null) || continue
+		p=$((p + ${pb% *}))
+		b=$((b + ${pb#* }))
 	done
 	echo "$p $b"
 }

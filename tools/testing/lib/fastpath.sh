@@ -10,6 +10,8 @@
 #   fd00:1::1/64           fd00:1::fe         fd00:2::fe              fd00:2::1/64
 
 FP_DIR=$NFB_LIB
+# shellcheck source=tools/testing/lib/proc.sh
+source "$NFB_LIB/proc.sh"
 FP_GENL=("$FP_DIR/nfb_genl.py")
 FP_TMP=
 
@@ -506,25 +508,10 @@ fp_flood_stop() {
 
 # fp_proc NS COLUMN: counter COLUMN of /proc/net/stat/nf_flow_bulk in
 # namespace NS ("packets", "decline_miss", "fallback_neigh", "drop_xmit"...),
-# summed over its CPU rows (hex). The same counts as fp_stat's, without a
-# Python start (about half a second under TCG), for the polls of busywait.
+# summed over its CPU rows (proc.sh). The same counts as fp_stat's, without
+# a Python start (about half a second under TCG), for the polls of busywait.
 fp_proc() {
-	local col=$2 header k=-1 i sum=0
-	local -a row
-	{
-		read -r -a header
-		for i in "${!header[@]}"; do
-			[ "${header[$i]}" != "$col" ] || k=$i
-		done
-		if [ "$k" -lt 0 ]; then
-			echo "fp_proc: no column $col in /proc/net/stat/nf_flow_bulk" >&2
-			return 1
-		fi
-		while read -r -a row; do
-			sum=$((sum + 16#${row[$k]}))
-		done
-	} < <(ip netns exec "$1" cat /proc/net/stat/nf_flow_bulk)
-	echo "$sum"
+	nfb_proc_get "$1" "$2"
 }
 
 # fp_taken NS: packets the module took in namespace NS.

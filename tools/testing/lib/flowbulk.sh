@@ -3,24 +3,13 @@
 #
 # Helpers for the flowbulk selftests; sourced after nfb.sh.
 
+# shellcheck source=tools/testing/lib/proc.sh
+source "$NFB_LIB/proc.sh"
+
 # nfb_proc_totals NS: /proc/net/stat/nf_flow_bulk of NS (hex, one row per
 # CPU) summed over CPUs, one "column total" line per column, sorted.
 nfb_proc_totals() {
-	local -a fields names sums
-	local i header=1
-	while read -r -a fields; do
-		if [ "$header" = 1 ]; then
-			names=("${fields[@]}")
-			header=0
-			continue
-		fi
-		for i in "${!fields[@]}"; do
-			sums[i]=$((${sums[i]:-0} + 16#${fields[i]}))
-		done
-	done < <(ip netns exec "$1" cat /proc/net/stat/nf_flow_bulk)
-	for i in "${!names[@]}"; do
-		echo "${names[i]} ${sums[i]:-0}"
-	done | sort
+	nfb_proc_sums "$1" | sort
 }
 
 # The uapi's reason names (nfb_genl.py mirrors them): the tool prints a
