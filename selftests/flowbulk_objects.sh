@@ -16,18 +16,7 @@ source "$NFB_LIB/flowbulk.sh"
 
 nfb_require_tool ip nft jq
 
-FLOWBULK=$NFB_REPO/build/userspace/flowbulk
-[ -x "$FLOWBULK" ] || { log_fail "$FLOWBULK missing (make userspace)"; exit "$ksft_fail"; }
-
-cleanup() {
-	cleanup_all_ns
-}
-trap cleanup EXIT
-
-setup_ns ns
-ip -n "$ns" link add veth0 type veth peer name veth1
-ip -n "$ns" link set veth0 up
-ip -n "$ns" link set veth1 up
+fb_start -p "veth0 veth1"
 
 fb() { ip netns exec "$ns" "$FLOWBULK" "$@"; }
 nft_json() { ip netns exec "$ns" nft -j list ruleset; }

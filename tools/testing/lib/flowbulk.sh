@@ -94,3 +94,42 @@ fb_expect_failure() {
 		ret=1
 	fi
 }
+
+# fb_start [-t] [-u] [-n] [-p "A B"]...: the flowbulk tests' set-up.
+# FLOWBULK is the tool (build/userspace/flowbulk unless the environment
+# names one): the test fails without it. -t: tmp, a scratch directory. -n:
+# ns, a namespace; -p "A B" (repeatable, implies -n): a veth pair A - B in
+# it, both ends up. On exit fb_cleanup removes the namespaces and tmp and,
+# with -u, unloads the module when it is loaded.
+FB_UNLOAD=0
+fb_start() {
+	local opt pair a b mkns=0 OPTIND=1
+	local -a pairs=()
+	while getopts "tunp:" opt; do
+		case "$opt" in
+		t) tmp=$(mktemp -d) ;;
+		u) FB_UNLOAD=1 ;;
+		n) mkns=1 ;;
+		p) mkns=1; pairs+=("$OPTARG") ;;
+		*) echo "fb_start: bad option" >&2; return 1 ;;
+		esac
+	done
+	FLOWBULK=${FLOWBULK:-$NFB_REPO/build/userspace/flowbulk}
+	# shellcheck disable=SC2154 # nfb.sh's exit code
+	[ -x "$FLOWBULK" ] || { log_fail "$FLOWBULK missing (make userspace)"; exit "$ksft_fail"; }
+	trap fb_cleanup EXIT
+	[ "$mkns" = 1 ] || return 0
+	setup_ns ns
+	for pair in "${pairs[@]}"; do
+		read -r a b <<<"$pair"
+		ip -n "$ns" link add "$a" type veth peer name "$b"
+		ip -n "$ns" link set "$a" up
+		ip -n "$ns" link set "$b" up
+	done
+}
+
+fb_cleanup() {
+	cleanup_all_ns
+	[ -z "${tmp:-}" ] || rm -rf "$tmp"
+	if [ "$FB_UNLOAD" = 1 ] && nfb_module_loaded; then nfb_unload_module; fi
+}
