@@ -197,13 +197,7 @@ run_case() {
 	fp_stream_recv "$rcv" "$dst" "$port"
 	cap_start
 	read -r p0 d0 l0 m0 o0 < <(mstat "$counts")
-	if ! ip netns exec "$snd" taskset -c 0 python3 "${PY[@]}" send "$src" "$dst" "$port" "$N"; then
-		log_fail "$name: no echo from the receiver"
-		ret=1
-		cap_stop
-		return
-	fi
-	check "$name: $N datagrams arrived complete, intact, in order" fp_stream_verdict "$port" "$N"
+	fp_stream "$name" "$snd" "$src" "$dst" "$port" "$N" || { cap_stop; return; }
 	read -r p1 d1 l1 m1 o1 < <(mstat "$counts")
 	cap_stop "$N"
 	echo "INFO: $name: taken $((p1 - p0)), declined as encap $((d1 - d0)), as l4proto $((l1 - l0)), as miss $((m1 - m0)), as options $((o1 - o0))"

@@ -93,6 +93,23 @@ fp_stream_verdict() {
 	EOF
 }
 
+# fp_stream NAME NS SRC DST PORT N: nfb_encap.py's sender in NS sends N
+# numbered datagrams from SRC to DST:PORT, on CPU 0 (one CPU of the router
+# receives them, so the flow has an order to keep: veth hands a packet to
+# the backlog of the CPU that sends it), then the check that the receiver
+# (fp_stream_recv) got them all, intact, in order. Fails, reported, when
+# the sender got no echo from the receiver.
+fp_stream() {
+	local name=$1 ns=$2 src=$3 dst=$4 port=$5 n=$6
+	if ! ip netns exec "$ns" taskset -c 0 python3 "$FP_DIR/nfb_encap.py" send "$src" "$dst" "$port" "$n"; then
+		log_fail "$name: no echo from the receiver"
+		# shellcheck disable=SC2034 # nfb.sh's test status
+		ret=1
+		return 1
+	fi
+	check "$name: $n datagrams arrived complete, intact, in order" fp_stream_verdict "$port" "$n"
+}
+
 fp_stat() {
 	ip netns exec "$1" python3 -S -c "
 import sys
