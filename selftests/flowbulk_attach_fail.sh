@@ -17,22 +17,13 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=tools/testing/lib/flowbulk.sh
+source "$NFB_LIB/flowbulk.sh"
 
 nfb_require_tool ip nft jq modprobe
 
-FLOWBULK=${FLOWBULK:-$NFB_REPO/build/userspace/flowbulk}
-[ -x "$FLOWBULK" ] || { log_fail "$FLOWBULK missing (make userspace)"; exit "$ksft_fail"; }
-
-tmp=$(mktemp -d)
-cleanup() {
-	cleanup_all_ns
-	rm -rf "$tmp"
-	if nfb_module_loaded; then nfb_unload_module; fi
-}
-trap cleanup EXIT
-
+fb_start -t -u -n
 nfb_load_module
-setup_ns ns
 ip -n "$ns" link add veth0 type veth peer name veth1
 ip -n "$ns" link set veth0 up
 

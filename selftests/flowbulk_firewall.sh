@@ -15,40 +15,24 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=tools/testing/lib/fastpath.sh
+source "$NFB_LIB/fastpath.sh"
+# shellcheck source=tools/testing/lib/flowbulk.sh
+source "$NFB_LIB/flowbulk.sh"
 
 nfb_require_tool ip nft jq
 
-FLOWBULK=${FLOWBULK:-$NFB_REPO/build/userspace/flowbulk}
-[ -x "$FLOWBULK" ] || { log_fail "$FLOWBULK missing (make userspace)"; exit "$ksft_fail"; }
-
-output=$(mktemp)
-cleanup() {
-	cleanup_all_ns
-	rm -f "$output"
-}
-trap cleanup EXIT
-
-setup_ns ns
-ip -n "$ns" link add veth0 type veth peer name veth1
-ip -n "$ns" link set veth0 up
-ip -n "$ns" link set veth1 up
+fb_start -t -p "veth0 veth1"
+output=$tmp/output
 
 fb() { ip netns exec "$ns" "$FLOWBULK" "$@"; }
 nft_ns() { ip netns exec "$ns" nft "$@"; }
 
-nft_ns -f - <<'EOF'
-table inet fw {
-	flowtable ft {
-		hook ingress priority 0
-		devices = { veth0, veth1 }
-	}
-	chain forward {
+fp_ruleset -n "$ns" -t fw -d "veth0 veth1" -N -l none -s 'chain forward {
 		type filter hook forward priority filter; policy drop;
 		ct state established,related accept
 		iifname "veth0" oifname "veth1" tcp dport 22 accept
-	}
-}
-EOF
+	}'
 
 # The chain as nft sees it: policy, then each rule as "handle expr-json".
 chain_state() {

@@ -15,26 +15,13 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_flowbulk.sh
-source "$(dirname "$0")/lib_flowbulk.sh"
+# shellcheck source=tools/testing/lib/flowbulk.sh
+source "$NFB_LIB/flowbulk.sh"
 
 nfb_require_tool ip nft jq modprobe
 
-FLOWBULK=$NFB_REPO/build/userspace/flowbulk
-[ -x "$FLOWBULK" ] || { log_fail "$FLOWBULK missing (make userspace)"; exit "$ksft_fail"; }
-
-cleanup() {
-	cleanup_all_ns
-	if nfb_module_loaded; then nfb_unload_module; fi
-}
-trap cleanup EXIT
-
+fb_start -u -p "veth0 veth1"
 nfb_load_module
-
-setup_ns ns
-ip -n "$ns" link add veth0 type veth peer name veth1
-ip -n "$ns" link set veth0 up
-ip -n "$ns" link set veth1 up
 
 fb() { ip netns exec "$ns" "$FLOWBULK" "$@"; }
 nft_ns() { ip netns exec "$ns" nft "$@"; }

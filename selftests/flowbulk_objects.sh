@@ -11,23 +11,12 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_flowbulk.sh
-source "$(dirname "$0")/lib_flowbulk.sh"
+# shellcheck source=tools/testing/lib/flowbulk.sh
+source "$NFB_LIB/flowbulk.sh"
 
 nfb_require_tool ip nft jq
 
-FLOWBULK=$NFB_REPO/build/userspace/flowbulk
-[ -x "$FLOWBULK" ] || { log_fail "$FLOWBULK missing (make userspace)"; exit "$ksft_fail"; }
-
-cleanup() {
-	cleanup_all_ns
-}
-trap cleanup EXIT
-
-setup_ns ns
-ip -n "$ns" link add veth0 type veth peer name veth1
-ip -n "$ns" link set veth0 up
-ip -n "$ns" link set veth1 up
+fb_start -p "veth0 veth1"
 
 fb() { ip netns exec "$ns" "$FLOWBULK" "$@"; }
 nft_json() { ip netns exec "$ns" nft -j list ruleset; }

@@ -9,22 +9,12 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_flowbulk.sh
-source "$(dirname "$0")/lib_flowbulk.sh"
+# shellcheck source=tools/testing/lib/flowbulk.sh
+source "$NFB_LIB/flowbulk.sh"
 
 nfb_require_tool ip jq socat ss cmp
 
-FLOWBULK=$NFB_REPO/build/userspace/flowbulk
-[ -x "$FLOWBULK" ] || { log_fail "$FLOWBULK missing (make userspace)"; exit "$ksft_fail"; }
-
-tmp=$(mktemp -d)
-cleanup() {
-	cleanup_all_ns
-	rm -rf "$tmp"
-	if nfb_module_loaded; then nfb_unload_module; fi
-}
-trap cleanup EXIT
-
+fb_start -t -u
 nfb_install_module
 
 client="" router="" server=""  # set by setup_ns

@@ -10,8 +10,8 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_fastpath.sh
-source "$(dirname "$0")/lib_fastpath.sh"
+# shellcheck source=tools/testing/lib/fastpath.sh
+source "$NFB_LIB/fastpath.sh"
 
 nfb_require_tool ip nft python3 setpriv
 
@@ -45,14 +45,8 @@ setup_ns R O
 ip link add r0 netns "$R" type veth peer name o0 netns "$O"
 ip link add r1 netns "$R" type veth peer name o1 netns "$O"
 for d in r0 r1; do ip -n "$R" link set "$d" up; done
-ip netns exec "$R" nft -f - <<-EOF
-table inet fp {
-	flowtable ft { hook ingress priority 0; devices = { r0, r1 }; }
-}
-table ip fp2 {
-	flowtable ft2 { hook ingress priority 10; devices = { r0 }; }
-}
-EOF
+fp_ruleset -N -l none
+fp_ruleset -T ip -t fp2 -F ft2 -p 10 -d r0 -N -l none
 
 # The first request loads the module through its genl family alias.
 check "empty list (module autoloaded)" \

@@ -47,12 +47,12 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_fastpath.sh
-source "$(dirname "$0")/lib_fastpath.sh"
+# shellcheck source=tools/testing/lib/fastpath.sh
+source "$NFB_LIB/fastpath.sh"
 
 nfb_require_tool ip nft python3 teamnl taskset pahole jq
 
-PY=("$FP_DIR/nfb_encap.py")
+PY=("$NFB_LIB/nfb_encap.py")
 N=200
 TRACE=/sys/kernel/tracing
 
@@ -153,16 +153,7 @@ topology() {
 	# leave on queue 2 (a mask of CPU 0 only: make check runs this test
 	# in a 1-vCPU guest, where a mask naming CPU 1 is refused).
 	ip netns exec "$C" sh -c 'echo 1 >/sys/class/net/c0/queues/tx-2/xps_cpus'
-	ip netns exec "$R" nft -f - <<-EOF
-	table inet fp {
-		flowtable ft { hook ingress priority 0; devices = { r0, o0, o1 }; counter; }
-		chain fwdchain {
-			type filter hook forward priority filter; policy accept;
-			meta l4proto udp flow add @ft
-			counter
-		}
-	}
-	EOF
+	fp_ruleset -d "r0 o0 o1" -l udp
 	if [ "$kind" = lacp ]; then
 		if ! busywait 60000 lacp_ready "$R" o0 || ! busywait 60000 lacp_ready "$R" o1; then
 			log_fail "$kind: no LACP partner after 60 s"
@@ -218,13 +209,7 @@ stream() {
 	local kind=$1 name=$2 src=$3 dst=$4 port=$5 xm=$6 x0 x1
 	fp_stream_recv "$S" "$dst" "$port"
 	x0=$(fp_stat "$R" "t['taken_xmit']['$xm']")
-	if ! ip netns exec "$C" taskset -c 0 python3 "${PY[@]}" send "$src" "$dst" "$port" "$N"; then
-		log_fail "$kind: $name: no echo from the receiver"
-		ret=1
-		return
-	fi
-	check "$kind: $name: $N datagrams arrived complete, intact, in order" \
-		fp_stream_verdict "$port" "$N"
+	fp_stream "$kind: $name" "$C" "$src" "$dst" "$port" "$N" || return
 	x1=$(fp_stat "$R" "t['taken_xmit']['$xm']")
 	check "$kind: $name: >= 99 % taken by the module as $xm transmit ($((x1 - x0)))" \
 		test $((x1 - x0)) -ge $((N * 99 / 100))

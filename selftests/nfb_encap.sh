@@ -54,12 +54,12 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_fastpath.sh
-source "$(dirname "$0")/lib_fastpath.sh"
+# shellcheck source=tools/testing/lib/fastpath.sh
+source "$NFB_LIB/fastpath.sh"
 
 nfb_require_tool ip nft python3 tcpdump jq tc
 
-PY=("$FP_DIR/nfb_encap.py")
+PY=("$NFB_LIB/nfb_encap.py")
 N=500
 # NFB_ENCAP_STREAMS=0: only the mixed, GSO and malformed parts (a quicker
 # run to watch a deliberately broken module fail); =standin: those and the
@@ -130,16 +130,7 @@ topology() {
 		ip -n "$S" route add default via "10.0.$t.254" table "$t"
 	done
 	ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
-	ip netns exec "$R" nft -f - <<-EOF
-	table inet fp {
-		flowtable ft { hook ingress priority 0; devices = { r0, r1, r2 }; counter; }
-		chain fwdchain {
-			type filter hook forward priority filter; policy accept;
-			meta l4proto udp flow add @ft
-			counter
-		}
-	}
-	EOF
+	fp_ruleset -d "r0 r1 r2" -l udp
 	local a
 	for a in "10.0.1.1 10.0.2.1" "10.0.11.1 10.0.12.1" "10.0.1.1 10.0.22.1" \
 		"10.0.1.1 10.0.3.1" "10.0.21.1 10.0.2.1"; do
@@ -236,16 +227,7 @@ run_case() {
 	cap_start "$rcv" "$capif"
 	read -r e0 x0 d0 < <(mstat "'%d %d %d' % (t['taken_encap']['$enc'], t['taken_xmit']['$xm'], t['decline']['encap'])")
 	f0=$(fp_nft_counters "$R" chain inet fp fwdchain)
-	# One CPU sends, so one CPU of the router receives: a flow whose
-	# packets arrive on two CPUs has no order to keep (veth hands a
-	# packet to the backlog of the CPU that sends it).
-	if ! ip netns exec "$snd" taskset -c 0 python3 "${PY[@]}" send "$src" "$dst" "$port" "$N"; then
-		log_fail "$name: no echo from the receiver"
-		ret=1
-		cap_stop
-		return
-	fi
-	check "$name: $N datagrams arrived complete, intact, in order" fp_stream_verdict "$port" "$N"
+	fp_stream "$name" "$snd" "$src" "$dst" "$port" "$N" || { cap_stop; return; }
 	read -r e1 x1 d1 < <(mstat "'%d %d %d' % (t['taken_encap']['$enc'], t['taken_xmit']['$xm'], t['decline']['encap'])")
 	f1=$(fp_nft_counters "$R" chain inet fp fwdchain)
 	cap_stop "$N"
@@ -391,7 +373,7 @@ for f in "${flows[@]}"; do
 done
 # An echoed probe offloads its flow (the reply is confirmed).
 cap_start "$S" s0
-ip netns exec "$R" python3 "$FP_DIR/nfb_genl.py" reset
+ip netns exec "$R" python3 "$NFB_LIB/nfb_genl.py" reset
 rounds=40
 echo 1 >"$hold"
 ip netns exec "$C" taskset -c 0 python3 "${PY[@]}" burst "$rounds" "${flows[@]}"

@@ -22,8 +22,8 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_fastpath.sh
-source "$(dirname "$0")/lib_fastpath.sh"
+# shellcheck source=tools/testing/lib/fastpath.sh
+source "$NFB_LIB/fastpath.sh"
 
 nfb_require_tool ip nft python3 conntrack taskset
 
@@ -40,21 +40,10 @@ trap cleanup EXIT
 
 # ruleset NS ADDR: flowtable ft on r0 r1, UDP offloaded, SNAT to ADDR on r1.
 ruleset() {
-	ip netns exec "$1" nft -f - <<-EOF
-	flush ruleset
-	table inet fp {
-		flowtable ft { hook ingress priority 0; devices = { r0, r1 }; }
-		chain fwdchain {
-			type filter hook forward priority filter; policy accept;
-			meta l4proto udp flow add @ft
-			counter
-		}
-		chain post {
-			type nat hook postrouting priority srcnat;
-			oifname r1 meta nfproto ipv4 snat ip to $2
-		}
-	}
-	EOF
+	fp_ruleset -n "$1" -f -N -l udp -s "chain post {
+		type nat hook postrouting priority srcnat;
+		oifname r1 meta nfproto ipv4 snat ip to $2
+	}"
 }
 
 # sink NS FILE: records "source-address flow seq ok" per datagram on

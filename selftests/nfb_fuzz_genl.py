@@ -32,8 +32,13 @@ import sys
 import time
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The test library (tools/testing/lib), or the copy beside this file that
+# selftests/nfb_fuzz_genl.sh makes for an unprivileged run.
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "tools", "testing", "lib")]
 import nfb_genl  # noqa: E402
+from nfb_test import check, out  # noqa: E402
+import nfb_test  # noqa: E402
 
 NLM_F_REQUEST, NLM_F_MULTI, NLM_F_ACK = 1, 2, 4
 NLM_F_ROOT, NLM_F_MATCH, NLM_F_DUMP = 0x100, 0x200, 0x300
@@ -53,22 +58,6 @@ CMD_NAMES = {1: "attach", 2: "detach", 3: "get_attach", 4: "get_stats",
 # Errors a request may get back: anything else is reported.
 CLEAN_ERRNOS = {errno.EINVAL, errno.ERANGE, errno.EOPNOTSUPP, errno.ENOENT,
                 errno.EEXIST, errno.EPERM, errno.EMSGSIZE}
-
-failures = 0
-
-
-def out(kind, text):
-    print("%s: %s" % (kind, text), flush=True)
-
-
-def check(what, ok, detail=""):
-    global failures
-    if ok:
-        out("PASS", what)
-    else:
-        failures += 1
-        out("FAIL", what + (": " + detail if detail else ""))
-
 
 def ename(err):
     if err == 0:
@@ -724,7 +713,7 @@ def main(argv):
     else:
         print(__doc__, file=sys.stderr)
         return 2
-    return 1 if failures else 0
+    return 1 if nfb_test.failures else 0
 
 
 if __name__ == "__main__":

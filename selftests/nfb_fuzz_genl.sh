@@ -31,15 +31,15 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_fastpath.sh
-source "$(dirname "$0")/lib_fastpath.sh"
+# shellcheck source=tools/testing/lib/fastpath.sh
+source "$NFB_LIB/fastpath.sh"
 
 nfb_require_tool ip nft python3 setpriv unshare dmesg
 
 seed=${NFB_FUZZ_SEED:-1}
 count=${NFB_FUZZ_COUNT:-20000}
 secs=${NFB_FUZZ_TIME:-20}
-fuzz=("$FP_DIR/nfb_fuzz_genl.py")
+fuzz=("$NFB_REPO/selftests/nfb_fuzz_genl.py")
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
@@ -55,7 +55,7 @@ cleanup() {
 trap cleanup EXIT
 fp_tmpdir
 # The fuzzer runs as nobody too: a copy it can open wherever the tree is.
-fuzz=("$(fp_unpriv_copy "${fuzz[0]}" "${FP_GENL[0]}")")
+fuzz=("$(fp_unpriv_copy "${fuzz[0]}" "${FP_GENL[0]}" "$NFB_LIB/nfb_test.py")")
 
 echo "INFO: NFB_FUZZ_SEED=$seed NFB_FUZZ_COUNT=$count NFB_FUZZ_TIME=$secs"
 
@@ -109,14 +109,8 @@ setup_ns F B
 ip -n "$F" link add a0 type veth peer name a1
 ip -n "$F" link set a0 up
 ip -n "$F" link set a1 up
-ip netns exec "$F" nft -f - <<-EOF
-table inet fz {
-	flowtable fz { hook ingress priority 0; devices = { a0, a1 }; }
-}
-table ip fz2 {
-	flowtable fz2 { hook ingress priority 10; devices = { a0 }; }
-}
-EOF
+fp_ruleset -n "$F" -t fz -F fz -d "a0 a1" -N -l none
+fp_ruleset -n "$F" -T ip -t fz2 -F fz2 -p 10 -d a0 -N -l none
 fp_genl "$F" attach inet fz fz
 want_attach=$(attachments "$F")
 
@@ -165,11 +159,7 @@ long_f=$(printf 'f%.0s' $(seq 255))
 	done
 } | ip -n "$B" -b -
 devs=$(ip -n "$B" -o link show | sed -n 's/^[0-9]*: \(fzbigdump[0-9ab]*\)@.*/\1/p' | paste -sd,)
-ip netns exec "$B" nft -f - <<-EOF
-table inet $long_t {
-	flowtable $long_f { hook ingress priority 0; devices = { $devs }; }
-}
-EOF
+fp_ruleset -n "$B" -t "$long_t" -F "$long_f" -d "${devs//,/ }" -N -l none
 check "attach a flowtable with 112 devices and 255-character names" \
 	fp_genl "$B" attach inet "$long_t" "$long_f"
 fuzz_in "$B" 0 0 "$seed" -- bigdump "$long_t" "$long_f"

@@ -32,7 +32,6 @@ and arrive at S intact: payload, TTL - 1, checksums.
 Environment: NFB_FUZZ_SEED (1), NFB_FUZZ_COUNT (random frames, 3000),
 NFB_FUZZ_TIME (seconds for the random frames, 20).
 """
-import ctypes
 import fcntl
 import os
 import random
@@ -45,8 +44,12 @@ import sys
 import time
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The test library (tools/testing/lib).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tools", "testing", "lib"))
 import nfb_genl  # noqa: E402
+from nfb_test import check, out, setns  # noqa: E402
+import nfb_test  # noqa: E402
 
 from scapy.layers.inet import IP, TCP, UDP, ICMP  # noqa: E402
 from scapy.layers.inet6 import (IPv6, IPv6ExtHdrDestOpt,  # noqa: E402
@@ -56,7 +59,6 @@ from scapy.layers.l2 import Dot1AD, Dot1Q, Ether  # noqa: E402
 from scapy.layers.ppp import PPP, PPPoE  # noqa: E402
 from scapy.packet import Raw  # noqa: E402
 
-CLONE_NEWNET = 0x40000000
 ETH_P_ALL = 3
 MARKER_TYPE = 0x88b5
 
@@ -68,32 +70,6 @@ FLOWS = {
     (6, 17): (C6, S6, UDP_SPORT, UDP_DPORT),
     (6, 6): (C6, S6, TCP_SPORT, TCP_DPORT),
 }
-
-failures = 0
-libc = ctypes.CDLL(None, use_errno=True)
-
-
-def out(kind, text):
-    print("%s: %s" % (kind, text), flush=True)
-
-
-def check(what, ok, detail=""):
-    global failures
-    if ok:
-        out("PASS", what)
-    else:
-        failures += 1
-        out("FAIL", what + (": " + detail if detail else ""))
-
-
-def setns(name):
-    fd = os.open("/run/netns/" + name, os.O_RDONLY)
-    try:
-        if libc.setns(fd, CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), "setns " + name)
-    finally:
-        os.close(fd)
-
 
 def mac_of(dev):
     """MAC address of dev in the current network namespace (SIOCGIFHWADDR;
@@ -844,10 +820,10 @@ def main(argv):
           d.get("decline:tcp_flags", 0) >= 2 and
           d.get("decline:tcp_flags", 0) + d.get("decline:miss", 0) ==
           len(fins))
-    if failures:
+    if nfb_test.failures:
         out("INFO", "seed %d; reproduce: NFB_FUZZ_SEED=%d NFB_FUZZ_COUNT=%d"
             % (seed, seed, count))
-    return 1 if failures else 0
+    return 1 if nfb_test.failures else 0
 
 
 def drain(sock):

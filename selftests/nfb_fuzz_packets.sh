@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Malformed packets at the fast path (nfb_fuzz_packets.py, scapy). The
-# topology of lib_fastpath.sh with the module attached and four offloaded
+# topology of fastpath.sh with the module attached and four offloaded
 # flows (UDP and TCP, IPv4 and IPv6, C -> S); then, from c0 through an
 # AF_PACKET socket, fixed malformed cases and seeded random mutations of
 # frames that match or nearly match the flows: lying IPv4/IPv6 lengths,
@@ -31,8 +31,8 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_fastpath.sh
-source "$(dirname "$0")/lib_fastpath.sh"
+# shellcheck source=tools/testing/lib/fastpath.sh
+source "$NFB_LIB/fastpath.sh"
 
 nfb_require_tool ip nft python3 dmesg
 python3 -c 'import scapy' 2>/dev/null ||
@@ -76,22 +76,17 @@ permanent "$R" r1 fd00:2::1 "$S" s0
 permanent "$S" s0 10.0.2.254 "$R" r1
 permanent "$S" s0 fd00:2::fe "$R" r1
 
-ip netns exec "$R" nft -f - <<-EOF
-table inet fz {
-	flowtable ft { hook ingress priority 0; devices = { r0, r1 }; }
-	chain forward_fz {
+fp_ruleset -t fz -N -l none -s "chain forward_fz {
 		type filter hook forward priority filter; policy accept;
 		ip saddr 10.0.1.1 ip daddr 10.0.2.1 udp sport 40000 udp dport 7000 flow add @ft
 		ip saddr 10.0.1.1 ip daddr 10.0.2.1 tcp sport 40001 tcp dport 7001 flow add @ft
 		ip6 saddr fd00:1::1 ip6 daddr fd00:2::1 udp sport 40000 udp dport 7000 flow add @ft
 		ip6 saddr fd00:1::1 ip6 daddr fd00:2::1 tcp sport 40001 tcp dport 7001 flow add @ft
-	}
-}
-EOF
+	}"
 fp_genl "$R" attach inet fz ft
 
 if ! ip netns exec "$R" env NFB_FUZZ_SEED="$seed" NFB_FUZZ_COUNT="$count" \
-	NFB_FUZZ_TIME="$secs" python3 "$FP_DIR/nfb_fuzz_packets.py" "$C" "$S" fz ft; then
+	NFB_FUZZ_TIME="$secs" python3 "$NFB_REPO/selftests/nfb_fuzz_packets.py" "$C" "$S" fz ft; then
 	ret=1
 fi
 

@@ -9,7 +9,7 @@
 # which, as the stock path does, leaves every packet but the first with the
 # TTL it arrived with.
 #
-# The benchmark's topology (tools/bench/topology.sh: sunset - west - east
+# The benchmark's topology (tools/testing/lib/topology.sh: sunset - west - east
 # - sunrise, two routers, the flowtable with nf_flow_bulk attached on
 # both, fraglist GRO on their receive devices w0 and e0) and its generator
 # and sink (tools/bench/kmod): west masquerades what leaves through w1, so
@@ -30,8 +30,8 @@ set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
 repo=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=tools/bench/topology.sh
-source "$repo/tools/bench/topology.sh"
+# shellcheck source=tools/testing/lib/topology.sh
+source "$NFB_LIB/topology.sh"
 
 nfb_require_tool ip nft ethtool jq python3
 

@@ -101,7 +101,7 @@ esac
 [ "\$rc" = 0 ] || exit \$rc
 mark=$tmp/attached.\${NFB_KFT_RUN:-run}.\$(stat -L -c %i /proc/self/ns/net)
 if [ ! -e "\$mark" ] && "$real_nft" list flowtable inet filter f1 >/dev/null 2>&1; then
-	python3 "$NFB_REPO/selftests/nfb_genl.py" attach inet filter f1 >>"$tmp/attach.log" 2>&1 &&
+	python3 "$NFB_LIB/nfb_genl.py" attach inet filter f1 >>"$tmp/attach.log" 2>&1 &&
 		touch "\$mark"
 fi
 exit \$rc

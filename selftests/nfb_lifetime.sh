@@ -48,8 +48,8 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_fastpath.sh
-source "$(dirname "$0")/lib_fastpath.sh"
+# shellcheck source=tools/testing/lib/fastpath.sh
+source "$NFB_LIB/fastpath.sh"
 
 nfb_require_tool ip nft python3 nstat taskset ethtool
 
@@ -199,15 +199,7 @@ ip -n "$R" link set r1 netns "$RB"
 ip netns exec "$RB" ethtool -L r1 tx 1
 ip -n "$RB" addr add 10.0.2.254/24 dev r1
 ip -n "$RB" link set r1 up
-ip netns exec "$RB" nft -f - <<-EOF
-table inet fp {
-	flowtable ft { hook ingress priority 0; devices = { b0, r1 }; }
-	chain fwdchain {
-		type filter hook forward priority filter; policy accept;
-		meta l4proto udp flow add @ft
-	}
-}
-EOF
+fp_ruleset -n "$RB" -d "b0 r1" -N -l udp -K
 fp_genl "$RB" attach inet fp ft
 # rb_send CPU COUNT [echoes]: the C2 flow (10.0.4.1:40000 -> S:7000),
 # waiting for each echo when asked.
@@ -258,11 +250,7 @@ cleanup_all_ns
 # decline: R's stay held until released.
 topology
 second_router
-ip netns exec "$RB" nft -f - <<-EOF
-table inet fp {
-	flowtable ft { hook ingress priority 0; devices = { b0 }; }
-}
-EOF
+fp_ruleset -n "$RB" -d b0 -N -l none
 fp_genl "$RB" attach inet fp ft
 rb_misses() { fp_proc "$RB" decline_miss; }
 m0=$(rb_misses)

@@ -13,11 +13,11 @@
 
 "run" is one pass of the seeded traffic through one of the topologies of
 nfb_oracle.sh (client C, router R, server S; the plain one is
-lib_fastpath.sh's). One process drives both ends: it enters C and S with
-setns() to open its AF_PACKET sockets there. It offloads every flow first
-(warm-up packets both ways until R's conntrack table shows [OFFLOAD]), then
-sends the measured packets from C in bursts, each burst as one NAPI poll of
-the router (see send_burst()), and records in FILE what reaches S and the
+tools/testing/lib/fastpath.sh's). One process drives both ends: it enters C
+and S with setns() to open its AF_PACKET sockets there. It offloads every
+flow first (warm-up packets both ways until R's conntrack table shows
+[OFFLOAD]), then sends the measured packets from C in bursts, each burst as
+one NAPI poll of the router (see send_burst()), and records in FILE what reaches S and the
 ICMP errors that come back to C. Every measured packet carries, at the
 start of its L4 payload, MAGIC, its flow id, its kind and its sequence
 number in the flow.
@@ -51,7 +51,6 @@ slow-path packets). "plan" and "compare" print what differs, the first
 difference per flow, and exit 1 on a difference.
 """
 import argparse
-import ctypes
 import fcntl
 import hashlib
 import json
@@ -64,6 +63,12 @@ import subprocess
 import sys
 import time
 
+sys.dont_write_bytecode = True
+# The test library: nfb_test, and nfb_genl when the run attaches.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tools", "testing", "lib"))
+from nfb_test import setns  # noqa: E402
+
 MAGIC = b"NFBO"
 ETH_P_ALL, ETH_P_IP, ETH_P_IPV6 = 0x0003, 0x0800, 0x86DD
 ETH_P_8021Q, ETH_P_8021AD, ETH_P_PPP_SES = 0x8100, 0x88A8, 0x8864
@@ -71,7 +76,6 @@ PPP_IP, PPP_IPV6 = 0x0021, 0x0057
 SOL_PACKET, PACKET_AUXDATA, PACKET_IGNORE_OUTGOING = 263, 8, 23
 TP_STATUS_VLAN_VALID, TP_STATUS_VLAN_TPID_VALID = 0x10, 0x40
 SO_RCVBUFFORCE, SIOCGIFMTU = 33, 0x8921
-CLONE_NEWNET = 0x40000000
 
 C4, S4 = "10.0.1.1", "10.0.2.1"
 C6, S6 = "fd00:1::1", "fd00:2::1"
@@ -113,19 +117,6 @@ KIND = {DATA: "data", OPTIONS: "ipv4-options", FRAG: "over-mtu-fragmented",
         FIN: "tcp-fin", RST: "tcp-rst"}
 ARRIVES = {DATA, OPTIONS, FRAG, FIN, RST}
 ICMP_EXPECTED = {MTU_DF: (4, 3, 4), MTU6: (6, 2, 0), TTL1: None}
-
-libc = ctypes.CDLL(None, use_errno=True)
-
-
-def setns(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        if libc.setns(fd, CLONE_NEWNET) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, "setns %s: %s" % (path, os.strerror(err)))
-    finally:
-        os.close(fd)
-
 
 def csum(data):
     if len(data) % 2:
@@ -398,9 +389,6 @@ class Run:
                 self.ct_proc = None
             self.nl = None
             if self.args.attach:
-                sys.path.insert(0, os.path.dirname(os.path.abspath(
-                    __file__)))
-                sys.dont_write_bytecode = True
                 import nfb_genl
                 self.genl = nfb_genl
                 self.nl = nfb_genl.Genl()
@@ -415,9 +403,10 @@ class Run:
             self.s_tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
             self.s_tx.bind(("s0", 0))
         finally:
-            if libc.setns(home, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), "setns back")
-            os.close(home)
+            try:
+                setns(home)
+            finally:
+                os.close(home)
 
     def send_c(self, fam, l3):
         self.c_tx.send(eth_header(self.rc_mac, self.c_cap.mac,

@@ -20,7 +20,7 @@
 #
 # Topologies (C - R - S, flowtable ft on R's real devices r0 r1, r1's side
 # at MTU 1280 on the device that holds the addresses):
-#   plain   lib_fastpath.sh's fp_topology: addresses on c0, r0, r1, s0.
+#   plain   fastpath.sh's fp_topology: addresses on c0, r0, r1, s0.
 #   vlan    C's side tagged 802.1Q 10 (c0.10, r0.10), S's side 20 (r1.20,
 #           s0.20), addresses on the VLAN devices: R pops tag 10 on
 #           receive and pushes 20 on transmit. The module must count what
@@ -31,7 +31,7 @@
 #           flows transmit with cached MAC addresses
 #           (FLOW_OFFLOAD_XMIT_DIRECT, taken_xmit direct).
 #   pppoe   C's side a PPPoE session over c0 - r0 (pppd with the kernel
-#           plugin on both ends, lib_ppp.sh; discovery answered by
+#           plugin on both ends, ppp.sh; discovery answered by
 #           nfb_pppoe.py's access concentrator on r0, as in nfb_pppoe.sh),
 #           the addresses on the PPP devices pppc and pppr (MTU 1492, IPv6
 #           after IPV6CP); S's side as in plain. The flowtable on r0 r1
@@ -69,10 +69,10 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_fastpath.sh
-source "$(dirname "$0")/lib_fastpath.sh"
-# shellcheck source=selftests/lib_ppp.sh
-source "$(dirname "$0")/lib_ppp.sh"
+# shellcheck source=tools/testing/lib/fastpath.sh
+source "$NFB_LIB/fastpath.sh"
+# shellcheck source=tools/testing/lib/ppp.sh
+source "$NFB_LIB/ppp.sh"
 
 seed=${NFB_ORACLE_SEED:-1}
 gro_batch=${NFB_ORACLE_GRO_BATCH:-1}
@@ -110,7 +110,7 @@ case " ${topos[*]} " in
 	;;
 esac
 
-ORACLE=("$FP_DIR/nfb_oracle.py")
+ORACLE=("$NFB_REPO/selftests/nfb_oracle.py")
 SYSCTL_RESTORE=()
 # The topology being run, and R's device on S's side (its addresses, MTU
 # 1280, masquerade, neighbours).
@@ -191,7 +191,7 @@ end_drop() {
 	EOF
 }
 
-# pppd_start NS NAME OPTION...: nfb_pppd (lib_ppp.sh), its output in
+# pppd_start NS NAME OPTION...: nfb_pppd (ppp.sh), its output in
 # $FP_TMP/$topo/pppd-NAME.log, its PID kept.
 pppd_start() {
 	local ns=$1 name=$2
@@ -219,7 +219,7 @@ ppp_fail() {
 oracle_pppoe() {
 	local f=$FP_TMP/$topo/session ac sid cmac
 	rm -f "$f" "$f.ready"
-	ip netns exec "$R" python3 "$FP_DIR/nfb_pppoe.py" ac r0 "$PPPOE_SID" "$f" &
+	ip netns exec "$R" python3 "$NFB_LIB/nfb_pppoe.py" ac r0 "$PPPOE_SID" "$f" &
 	ac=$!
 	busywait 30000 test -e "$f.ready" || ppp_fail "the access concentrator did not start"
 	pppd_start "$C" client nic-c0 ifname pppc noipdefault +ipv6
@@ -249,26 +249,15 @@ oracle_pppoe() {
 # every TCP and UDP flow offloaded, masquerade for the source ports
 # 30000-39999 out of $RS_DEV.
 oracle_ruleset() {
-	cat >"$FP_TMP/$topo/ruleset.nft" <<-EOF
-	table inet fp {
-		flowtable ft { hook ingress priority 0; devices = { r0, r1 }; counter; }
-		chain fwdchain {
-			type filter hook forward priority filter; policy accept;
-			meta l4proto { tcp, udp } flow add @ft
-			counter
-		}
-		chain post {
-			type nat hook postrouting priority srcnat;
-			oifname "$RS_DEV" meta l4proto { tcp, udp } th sport 30000-39999 masquerade
-		}
-	}
-	EOF
-	ip netns exec "$R" nft -f "$FP_TMP/$topo/ruleset.nft"
+	fp_ruleset -w "$FP_TMP/$topo/ruleset.nft" -s "chain post {
+		type nat hook postrouting priority srcnat;
+		oifname \"$RS_DEV\" meta l4proto { tcp, udp } th sport 30000-39999 masquerade
+	}"
 }
 
 # oracle_topology: the topology $topo (see the top). C, R and S are new
 # namespaces each time (oracle_ns_del removes them); the addresses are
-# lib_fastpath.sh's, on the devices of the topology. C and S drop the TCP
+# fastpath.sh's, on the devices of the topology. C and S drop the TCP
 # and UDP they receive (their stacks must not answer the generator's
 # packets; the captures see them first); R has permanent neighbours and no
 # ICMP rate limits, and r0 and r1 receive in threaded veth NAPI mode (the

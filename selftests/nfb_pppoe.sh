@@ -35,14 +35,14 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_fastpath.sh
-source "$(dirname "$0")/lib_fastpath.sh"
-# shellcheck source=selftests/lib_ppp.sh
-source "$(dirname "$0")/lib_ppp.sh"
+# shellcheck source=tools/testing/lib/fastpath.sh
+source "$NFB_LIB/fastpath.sh"
+# shellcheck source=tools/testing/lib/ppp.sh
+source "$NFB_LIB/ppp.sh"
 
 nfb_require_tool ip nft python3 tcpdump pppd conntrack
 
-PY=("$FP_DIR/nfb_encap.py")
+PY=("$NFB_LIB/nfb_encap.py")
 N=500
 # The IPv6 and VLAN cases send fewer: they add code paths, not volume.
 N_MORE=200
@@ -63,7 +63,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# pppd_start NS LOG OPTION...: nfb_pppd (lib_ppp.sh), its PID kept.
+# pppd_start NS LOG OPTION...: nfb_pppd (ppp.sh), its PID kept.
 pppd_start() {
 	local ns=$1 log=$2
 	shift 2
@@ -80,7 +80,7 @@ session() {
 	local name=$1 ifname=$2 ifname_c=$3 want=$4 sdev=$5 cdev=$6 addrs=$7
 	local f=$FP_TMP/session.$1
 	shift 7
-	ip netns exec "$R" python3 "$FP_DIR/nfb_pppoe.py" ac "$ifname" "$want" "$f" &
+	ip netns exec "$R" python3 "$NFB_LIB/nfb_pppoe.py" ac "$ifname" "$want" "$f" &
 	busywait 30000 test -e "$f.ready"
 	pppd_start "$C" "$FP_TMP/pppd-client-$name.log" "nic-$ifname_c" ifname "$cdev" \
 		noipdefault "$@"
@@ -150,16 +150,7 @@ topology() {
 	echo "INFO: R: $(tc -n "$R" qdisc show dev pppr)"
 	echo "INFO: C's /proc/net/pppoe: $(ip netns exec "$C" tail -n +2 /proc/net/pppoe)"
 
-	ip netns exec "$R" nft -f - <<-EOF
-	table inet fp {
-		flowtable ft { hook ingress priority 0; devices = { r0, r1 }; counter; }
-		chain fwdchain {
-			type filter hook forward priority filter; policy accept;
-			meta l4proto udp flow add @ft
-			counter
-		}
-	}
-	EOF
+	fp_ruleset -l udp
 	local a
 	for a in "10.0.4.1 10.0.2.1" "fd00:4::1 fd00:2::1" "10.0.5.1 10.0.2.1"; do
 		read -r src dst <<<"$a"

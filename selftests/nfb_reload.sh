@@ -13,8 +13,8 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_fastpath.sh
-source "$(dirname "$0")/lib_fastpath.sh"
+# shellcheck source=tools/testing/lib/fastpath.sh
+source "$NFB_LIB/fastpath.sh"
 
 nfb_require_tool ip nft python3 insmod rmmod
 
@@ -63,7 +63,7 @@ churn_pid=$!
 reload_cycles() {
 	local params=()
 	[ "${NFB_UNPROVEN_KERNEL:-0}" != 1 ] || params=(unproven_kernel=1)
-	ip netns exec "$R" python3 - "$FP_DIR" "$ko" "$cycles" "${params[@]}" <<-'PY'
+	ip netns exec "$R" python3 - "$NFB_LIB" "$ko" "$cycles" "${params[@]}" <<-'PY'
 	import subprocess, sys
 	sys.dont_write_bytecode = True
 	sys.path.insert(0, sys.argv[1])

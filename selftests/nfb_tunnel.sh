@@ -46,12 +46,12 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_fastpath.sh
-source "$(dirname "$0")/lib_fastpath.sh"
+# shellcheck source=tools/testing/lib/fastpath.sh
+source "$NFB_LIB/fastpath.sh"
 
 nfb_require_tool ip nft python3 tcpdump
 
-PY=("$FP_DIR/nfb_encap.py")
+PY=("$NFB_LIB/nfb_encap.py")
 N=500
 CAP_PIDS=()
 
@@ -121,16 +121,7 @@ topology() {
 	EOF
 	ip -n "$S" -6 rule add from fd00:6::1 table 100
 	ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
-	ip netns exec "$R" nft -f - <<-EOF
-	table inet fp {
-		flowtable ft { hook ingress priority 0; devices = { r0, r1 }; counter; }
-		chain fwdchain {
-			type filter hook forward priority filter; policy accept;
-			meta l4proto udp flow add @ft
-			counter
-		}
-	}
-	EOF
+	fp_ruleset -l udp
 	local a
 	for a in "10.0.1.1 10.0.5.1" "fd00:1::1 fd00:5::1" "fd00:1::1 fd00:6::1"; do
 		read -r src dst <<<"$a"
@@ -206,13 +197,7 @@ run_case() {
 	fp_stream_recv "$rcv" "$dst" "$port"
 	cap_start
 	read -r p0 d0 l0 m0 o0 < <(mstat "$counts")
-	if ! ip netns exec "$snd" taskset -c 0 python3 "${PY[@]}" send "$src" "$dst" "$port" "$N"; then
-		log_fail "$name: no echo from the receiver"
-		ret=1
-		cap_stop
-		return
-	fi
-	check "$name: $N datagrams arrived complete, intact, in order" fp_stream_verdict "$port" "$N"
+	fp_stream "$name" "$snd" "$src" "$dst" "$port" "$N" || { cap_stop; return; }
 	read -r p1 d1 l1 m1 o1 < <(mstat "$counts")
 	cap_stop "$N"
 	echo "INFO: $name: taken $((p1 - p0)), declined as encap $((d1 - d0)), as l4proto $((l1 - l0)), as miss $((m1 - m0)), as options $((o1 - o0))"

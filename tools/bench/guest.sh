@@ -27,7 +27,7 @@
 #              of one point by less than 0.05 %): the .ko in
 #              build/kmod/KERNEL/alt/, loaded for the point instead of the
 #              module, which is loaded back after it
-# --gro: the routers' receive (tools/bench/topology.sh topo_gro): on, off,
+# --gro: the routers' receive (tools/testing/lib/topology.sh topo_gro): on, off,
 # or one of the stock alternatives to the module, fraglist GRO (list) or
 # UDP GRO forwarding (udpfwd). Those two merge what the sink would see as
 # one packet: only plain, stock and bulk run there; report.py takes the
@@ -52,7 +52,7 @@
 # page fragments with N bytes of headroom (256: what XDP on veth needs to
 # run without copying each packet into a new page; see
 # tools/bench/kmod/nfb_bench.c), for every point of the run.
-# --encap: what the west - east link carries (tools/bench/topology.sh):
+# --encap: what the west - east link carries (tools/testing/lib/topology.sh):
 #   none   plain Ethernet (the default)
 #   vlan   802.1Q id 100, pushed by west, popped by east
 #   pppoe  a kernel-mode PPPoE session, west the client, east the access
@@ -71,8 +71,8 @@ set -eu
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
-# shellcheck source=tools/bench/topology.sh
-source tools/bench/topology.sh
+# shellcheck source=tools/testing/lib/topology.sh
+source tools/testing/lib/topology.sh
 
 links="veth"
 encaps="none"
@@ -122,8 +122,10 @@ done
 kver=$(uname -r)
 flowbulk=$repo/build/userspace/flowbulk
 bench_start
-# shellcheck source=selftests/lib.sh
-source selftests/lib.sh
+# shellcheck source=tools/testing/lib/nfb.sh
+source tools/testing/lib/nfb.sh
+# shellcheck source=tools/testing/lib/proc.sh
+source tools/testing/lib/proc.sh
 bulk_ok=0
 if nfb_load_module 2>/dev/null && [ -x "$flowbulk" ]; then
 	bulk_ok=1
@@ -161,21 +163,11 @@ kicks() {
 # "PACKETS BULKS". One process per router: it runs between the warm-up and
 # the runs (see point()).
 nfb_stats() {
-	local ns out hdr row i ip ib p=0 b=0
+	local ns p=0 b=0 pb
 	for ns in "$NS_WEST" "$NS_EAST"; do
-		out=$(in_ns "$ns" cat /proc/net/stat/nf_flow_bulk 2>/dev/null) || continue
-		ip=-1 ib=-1
-		{
-			read -r -a hdr || continue
-			for i in "${!hdr[@]}"; do
-				[ "${hdr[$i]}" != packets ] || ip=$i
-				[ "${hdr[$i]}" != bulks ] || ib=$i
-			done
-			while read -r -a row; do
-				[ "$ip" -lt 0 ] || p=$((p + 16#${row[$ip]}))
-				[ "$ib" -lt 0 ] || b=$((b + 16#${row[$ib]}))
-			done
-		} <<<"$out"
+		pb=$(nfb_proc_get "$ns" packets bulks 2>/dev/null) || continue
+		p=$((p + ${pb% *}))
+		b=$((b + ${pb#* }))
 	done
 	echo "$p $b"
 }

@@ -20,6 +20,12 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
+# The test library's /proc reader, copied here by tools/bench/hosts (in
+# the repository it is in tools/testing/lib).
+proc_lib=$here/proc.sh
+[ -f "$proc_lib" ] || proc_lib=$here/../testing/lib/proc.sh
+# shellcheck source=tools/testing/lib/proc.sh
+source "$proc_lib"
 module=nf_flow_bulk
 table=nfb_bench
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -153,21 +159,10 @@ snap)
 	# module took and in how many bulks (0 without it).
 	rx=${1:?receive device}
 	tx=${2:?send device}
-	# /proc/net/stat/nf_flow_bulk: a header, then a row a CPU, in hex.
+	# /proc/net/stat/nf_flow_bulk (proc.sh), 0 0 without the module.
 	taken=0 bulks=0
-	if [ -r /proc/net/stat/nf_flow_bulk ]; then
-		ip=-1 ib=-1
-		{
-			read -r -a hdr
-			for i in "${!hdr[@]}"; do
-				[ "${hdr[$i]}" != packets ] || ip=$i
-				[ "${hdr[$i]}" != bulks ] || ib=$i
-			done
-			while read -r -a row; do
-				[ "$ip" -lt 0 ] || taken=$((taken + 16#${row[$ip]}))
-				[ "$ib" -lt 0 ] || bulks=$((bulks + 16#${row[$ib]}))
-			done
-		} </proc/net/stat/nf_flow_bulk
+	if tb=$(nfb_proc_get "" packets bulks 2>/dev/null); then
+		taken=${tb% *} bulks=${tb#* }
 	fi
 	read -r up _ </proc/uptime
 	awk -v up="$up" -v taken="$taken" -v bulks="$bulks" \

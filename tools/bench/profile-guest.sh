@@ -10,15 +10,15 @@
 #   tools/bench/profile-guest.sh CONFIG [FLOWS] [GRO] [ENCAP]
 #
 # ENCAP: none (default), vlan or pppoe on the west - east link
-# (tools/bench/topology.sh).
+# (tools/testing/lib/topology.sh).
 set -eu
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
-# shellcheck source=tools/bench/topology.sh
-source tools/bench/topology.sh
-# shellcheck source=selftests/lib.sh
-source selftests/lib.sh
+# shellcheck source=tools/testing/lib/topology.sh
+source tools/testing/lib/topology.sh
+# shellcheck source=tools/testing/lib/nfb.sh
+source tools/testing/lib/nfb.sh
 
 config=${1:?usage: profile-guest.sh stock|bulk [FLOWS] [GRO] [ENCAP]}
 flows=${2:-10}

@@ -74,7 +74,7 @@ FORWARDING = ["plain", "stock", "bulk", "xdp"]
 ENCAP = 5
 TRAIN = 6
 CONFIG = 7
-# The GRO modes that merge a train (tools/bench/topology.sh topo_gro): the
+# The GRO modes that merge a train (tools/testing/lib/topology.sh topo_gro): the
 # sink would count a merged skb as one packet, so their points have no
 # baselines of their own. They take those of GRO off: a hop then costs what
 # the cheapest way across a link costs (the per-CPU backlog, no GRO), and

@@ -136,7 +136,7 @@ def main():
 
     if not os.path.isdir(TRACING) or not os.listdir(TRACING):
         sh("mount", "-t", "tracefs", "nodev", TRACING)
-    sh("bash", "-c", f"source {REPO}/selftests/lib.sh && nfb_load_module")
+    sh("bash", "-c", f"source {REPO}/tools/testing/lib/nfb.sh && nfb_load_module")
     with open(f"{TRACING}/available_filter_functions") as f:
         if not any(line.split()[0] == TRACED for line in f):
             sys.exit(f"rtnl.py: {TRACED} cannot be traced (inlined?)")

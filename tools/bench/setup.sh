@@ -26,8 +26,8 @@ set -eu
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
-# shellcheck source=tools/bench/topology.sh
-source tools/bench/topology.sh
+# shellcheck source=tools/testing/lib/topology.sh
+source tools/testing/lib/topology.sh
 
 rate=5000
 active=8
@@ -51,8 +51,8 @@ rounds=$((count / active))
 new_flows=$((rounds + active - 1))
 
 bench_start
-# shellcheck source=selftests/lib.sh
-source selftests/lib.sh
+# shellcheck source=tools/testing/lib/nfb.sh
+source tools/testing/lib/nfb.sh
 nfb_load_module
 
 topo_create veth none

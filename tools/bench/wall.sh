@@ -13,8 +13,8 @@ set -eu
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
-# shellcheck source=tools/bench/topology.sh
-source tools/bench/topology.sh
+# shellcheck source=tools/testing/lib/topology.sh
+source tools/testing/lib/topology.sh
 
 flows_list="1 10"
 count=100000
@@ -33,8 +33,8 @@ done
 
 kver=$(uname -r)
 bench_start
-# shellcheck source=selftests/lib.sh
-source selftests/lib.sh
+# shellcheck source=tools/testing/lib/nfb.sh
+source tools/testing/lib/nfb.sh
 nfb_load_module
 
 

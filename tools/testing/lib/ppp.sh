@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # pppd with the kernel PPPoE plugin, as selftests/nfb_pppoe.sh,
-# selftests/nfb_oracle.sh and the benchmark's PPPoE link
-# (tools/bench/topology.sh) run it, and the selftests' waits on it.
-# Sourced; nfb_ppp_stop needs lib.sh's busywait.
+# selftests/nfb_oracle.sh and the benchmark's PPPoE link (topology.sh) run
+# it, and the selftests' waits on it. Sourced; nfb_ppp_stop needs nfb.sh's
+# busywait.
 
 # nfb_ppp_plugin: the kernel PPPoE plugin of pppd, pppoe.so (ppp 2.5) or
 # rp-pppoe.so (older); fails when there is none.

@@ -11,7 +11,8 @@
 # west and east are routers; the generator sends from sunset to sunrise.
 # Links are veth pairs, or the virtio-net pairs of tools/vm/run --nics 3
 # (pair 0: sunset-west, 1: west-east, 2: east-sunrise) for the NIC-driver path.
-# Sourced by tools/bench/guest.sh and by selftests.
+# Sourced by tools/bench/guest.sh (and the other bench guest scripts) and
+# by selftests/nfb_gro_list.sh.
 #
 # The west - east link may carry an encapsulation (topo_create's second
 # argument); the other two links stay plain Ethernet:
@@ -19,7 +20,7 @@
 #          fd00:2::/64 and their permanent neighbours; west pushes the tag,
 #          east pops it.
 #   pppoe  a kernel-mode PPPoE session on w1 - e0: east is the access
-#          concentrator (selftests/nfb_pppoe.py answers discovery, east's
+#          concentrator (nfb_pppoe.py of this directory answers discovery, east's
 #          pppd joins the session it handed out), west the client (pppd);
 #          pppw 10.0.2.1 in west, ppe 10.0.2.2 in east, the routes through
 #          them; IPv4 only. The PPP devices are made noqueue, as every other
@@ -73,7 +74,7 @@ bench_start() {
 	mkdir -p "$debugfs"
 	mountpoint -q "$debugfs" || mount -t debugfs debugfs "$debugfs"
 	trap bench_stop EXIT
-	insmod "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/kmod/$(uname -r)/bench/nfb_bench.ko"
+	insmod "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/build/kmod/$(uname -r)/bench/nfb_bench.ko"
 	ctl=$debugfs/nfb_bench/ctl
 }
 
@@ -245,10 +246,10 @@ topo_vlan() {
 	ip -n "$1" link set "$2.$3" up
 }
 
-# shellcheck source=selftests/lib_ppp.sh
-source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/selftests/lib_ppp.sh"
+# shellcheck source=tools/testing/lib/ppp.sh
+source "$(dirname "${BASH_SOURCE[0]}")/ppp.sh"
 
-# topo_pppd NS LOG OPTION...: nfb_pppd (selftests/lib_ppp.sh), its PID
+# topo_pppd NS LOG OPTION...: nfb_pppd (ppp.sh), its PID
 # kept. The guest's clock runs ahead while the vCPU waits for I/O (icount,
 # sleep=off): pppd's LCP retries would run out (10 x 3 s) while the other
 # end's pppd is still being loaded, so they are made practically unlimited.
@@ -271,14 +272,14 @@ topo_has_addr() {
 # east's pppd joins the session handed out (pppoe-sess SID:MAC).
 topo_pppoe() {
 	local repo sid cmac f
-	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 	TOPO_PPP_PLUGIN=$(nfb_ppp_plugin) || {
 		echo "topology.sh: no kernel PPPoE plugin for pppd (package ppp)" >&2
 		return 1
 	}
 	modprobe pppoe
 	TOPO_TMP=$(mktemp -d /tmp/nfb-bench.XXXXXX)
-	ip netns exec "$NS_EAST" python3 "$repo/selftests/nfb_pppoe.py" ac e0 \
+	ip netns exec "$NS_EAST" python3 "$repo/tools/testing/lib/nfb_pppoe.py" ac e0 \
 		"$TOPO_PPPOE_SID" "$TOPO_TMP/session" &
 	TOPO_PIDS+=($!)
 	topo_wait 300 test -e "$TOPO_TMP/session.ready"
@@ -379,7 +380,7 @@ topo_gro() {
 # nf_flow_bulk in the same step). Needs build/userspace/flowbulk.
 topo_flowtable_add() {
 	local hook=${1:-ingress} fb nd ns in out tun
-	fb=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/userspace/flowbulk
+	fb=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/build/userspace/flowbulk
 	for nd in "$NS_WEST:w0:w1:$TOPO_TUN_W" "$NS_EAST:e0:e1:$TOPO_TUN_E"; do
 		IFS=: read -r ns in out tun <<<"$nd"
 		ip netns exec "$ns" "$fb" table add inet nfb_bench
@@ -423,7 +424,7 @@ topo_offloaded() {
 # and the conntrack entries, so that the next configuration starts clean.
 topo_flowtable_del() {
 	local fb ns
-	fb=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/userspace/flowbulk
+	fb=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/build/userspace/flowbulk
 	for ns in "$NS_WEST" "$NS_EAST"; do
 		ip netns exec "$ns" "$fb" table delete inet nfb_bench >/dev/null 2>&1 || true
 		ip netns exec "$ns" conntrack -F >/dev/null 2>&1 || true

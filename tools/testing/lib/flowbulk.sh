@@ -1,26 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Helpers for the flowbulk selftests; sourced after lib.sh.
+# Helpers for the flowbulk selftests; sourced after nfb.sh.
+
+# shellcheck source=tools/testing/lib/proc.sh
+source "$NFB_LIB/proc.sh"
 
 # nfb_proc_totals NS: /proc/net/stat/nf_flow_bulk of NS (hex, one row per
 # CPU) summed over CPUs, one "column total" line per column, sorted.
 nfb_proc_totals() {
-	local -a fields names sums
-	local i header=1
-	while read -r -a fields; do
-		if [ "$header" = 1 ]; then
-			names=("${fields[@]}")
-			header=0
-			continue
-		fi
-		for i in "${!fields[@]}"; do
-			sums[i]=$((${sums[i]:-0} + 16#${fields[i]}))
-		done
-	done < <(ip netns exec "$1" cat /proc/net/stat/nf_flow_bulk)
-	for i in "${!names[@]}"; do
-		echo "${names[i]} ${sums[i]:-0}"
-	done | sort
+	nfb_proc_sums "$1" | sort
 }
 
 # The uapi's reason names (nfb_genl.py mirrors them): the tool prints a
@@ -34,7 +23,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, sys.argv[1])
 import nfb_genl as g
 print(json.dumps({"decline": g.DECLINE, "fallback": g.FALLBACK, "drop": g.DROP}))' \
-			"$NFB_REPO/selftests")
+			"$NFB_LIB")
 }
 
 # nfb_json_totals NS: the same totals from flowbulk -j stats.
@@ -104,4 +93,43 @@ fb_expect_failure() {
 		# shellcheck disable=SC2034 # lib.sh's test status
 		ret=1
 	fi
+}
+
+# fb_start [-t] [-u] [-n] [-p "A B"]...: the flowbulk tests' set-up.
+# FLOWBULK is the tool (build/userspace/flowbulk unless the environment
+# names one): the test fails without it. -t: tmp, a scratch directory. -n:
+# ns, a namespace; -p "A B" (repeatable, implies -n): a veth pair A - B in
+# it, both ends up. On exit fb_cleanup removes the namespaces and tmp and,
+# with -u, unloads the module when it is loaded.
+FB_UNLOAD=0
+fb_start() {
+	local opt pair a b mkns=0 OPTIND=1
+	local -a pairs=()
+	while getopts "tunp:" opt; do
+		case "$opt" in
+		t) tmp=$(mktemp -d) ;;
+		u) FB_UNLOAD=1 ;;
+		n) mkns=1 ;;
+		p) mkns=1; pairs+=("$OPTARG") ;;
+		*) echo "fb_start: bad option" >&2; return 1 ;;
+		esac
+	done
+	FLOWBULK=${FLOWBULK:-$NFB_REPO/build/userspace/flowbulk}
+	# shellcheck disable=SC2154 # nfb.sh's exit code
+	[ -x "$FLOWBULK" ] || { log_fail "$FLOWBULK missing (make userspace)"; exit "$ksft_fail"; }
+	trap fb_cleanup EXIT
+	[ "$mkns" = 1 ] || return 0
+	setup_ns ns
+	for pair in "${pairs[@]}"; do
+		read -r a b <<<"$pair"
+		ip -n "$ns" link add "$a" type veth peer name "$b"
+		ip -n "$ns" link set "$a" up
+		ip -n "$ns" link set "$b" up
+	done
+}
+
+fb_cleanup() {
+	cleanup_all_ns
+	[ -z "${tmp:-}" ] || rm -rf "$tmp"
+	if [ "$FB_UNLOAD" = 1 ] && nfb_module_loaded; then nfb_unload_module; fi
 }

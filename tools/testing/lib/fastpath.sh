@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Helpers for the datapath selftests (sourced after lib.sh).
+# Helpers for the datapath selftests (sourced after nfb.sh).
 #
 # Topology made by fp_topology:
 #
@@ -9,7 +9,9 @@
 #   10.0.1.1/24            10.0.1.254         10.0.2.254              10.0.2.1/24
 #   fd00:1::1/64           fd00:1::fe         fd00:2::fe              fd00:2::1/64
 
-FP_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+FP_DIR=$NFB_LIB
+# shellcheck source=tools/testing/lib/proc.sh
+source "$NFB_LIB/proc.sh"
 FP_GENL=("$FP_DIR/nfb_genl.py")
 FP_TMP=
 
@@ -35,7 +37,7 @@ fp_unpriv_copy() {
 	echo "$d/${1##*/}"
 }
 
-# nfb_genl.py in namespace $1. Without site (-S): it needs the standard
+# nfb_genl.py (this directory) in namespace $1. Without site (-S): it needs the standard
 # library only, and site's path setup costs about 0.1 s per start under TCG.
 fp_genl() {
 	local ns=$1
@@ -89,6 +91,23 @@ fp_stream_verdict() {
 	print("INFO:", v)
 	sys.exit(0 if ok else 1)
 	EOF
+}
+
+# fp_stream NAME NS SRC DST PORT N: nfb_encap.py's sender in NS sends N
+# numbered datagrams from SRC to DST:PORT, on CPU 0 (one CPU of the router
+# receives them, so the flow has an order to keep: veth hands a packet to
+# the backlog of the CPU that sends it), then the check that the receiver
+# (fp_stream_recv) got them all, intact, in order. Fails, reported, when
+# the sender got no echo from the receiver.
+fp_stream() {
+	local name=$1 ns=$2 src=$3 dst=$4 port=$5 n=$6
+	if ! ip netns exec "$ns" taskset -c 0 python3 "$FP_DIR/nfb_encap.py" send "$src" "$dst" "$port" "$n"; then
+		log_fail "$name: no echo from the receiver"
+		# shellcheck disable=SC2034 # nfb.sh's test status
+		ret=1
+		return 1
+	fi
+	check "$name: $n datagrams arrived complete, intact, in order" fp_stream_verdict "$port" "$n"
 }
 
 fp_stat() {
@@ -164,24 +183,80 @@ fp_addresses() {
 		{ log_fail "topology: no IPv6 connectivity"; return 1; }
 }
 
-# fp_ruleset [PRIORITY [MASQ]]: inet table "fp" with flowtable "ft" on r0 r1
-# and a counted forward chain; MASQ=1 adds masquerade on r1 (v4 and v6).
+# fp_ruleset [OPTION...] [PRIORITY [MASQ]]: in $R, table inet "fp" with
+# flowtable "ft" (hook ingress, priority PRIORITY, default 0) on r0 r1 with
+# counter, and a forward chain "fwdchain" that offloads TCP and UDP and
+# counts what it sees; MASQ=1 adds masquerade on r1 (IPv4 and IPv6). Every
+# test's flowtable ruleset is made here; the options say how it differs:
+#   -n NS        the namespace (default $R)
+#   -T FAMILY    the table's family (inet)
+#   -t TABLE     the table's name (fp)
+#   -F NAME      the flowtable's name (ft)
+#   -H HOOK      the flowtable's hook (ingress; early_ingress only with -o,
+#                for flowbulk -f: stock nft rejects it)
+#   -p PRIO      the flowtable's priority (as PRIORITY)
+#   -d "DEV..."  the flowtable's devices (r0 r1)
+#   -N           no counter on the flowtable
+#   -l L4        what fwdchain offloads: "{ tcp, udp }" (default), "udp"...;
+#                none: no fwdchain
+#   -K           no counter rule in fwdchain
+#   -s TEXT      more of the table (a chain of its own), repeatable
+#   -f           flush the namespace's ruleset first, in the same transaction
+#   -w FILE      write the ruleset to FILE too, and load it from there
+#   -o FILE      write the ruleset to FILE only, load nothing
 fp_ruleset() {
-	local prio=${1:-0} masq=${2:-0} nat=
-	if [ "$masq" = 1 ]; then
-		nat="chain post { type nat hook postrouting priority srcnat; oifname r1 masquerade; }"
+	local ns=${R:-} family=inet table=fp ft=ft hook=ingress prio=0 devs="r0 r1"
+	local ftcounter=" counter;" l4="{ tcp, udp }" fwdcounter=counter flush=''
+	local write='' only='' opt text extra=() OPTIND=1
+	while getopts "n:T:t:F:H:p:d:Nl:Ks:fw:o:" opt; do
+		case "$opt" in
+		n) ns=$OPTARG ;;
+		T) family=$OPTARG ;;
+		t) table=$OPTARG ;;
+		F) ft=$OPTARG ;;
+		H) hook=$OPTARG ;;
+		p) prio=$OPTARG ;;
+		d) devs=$OPTARG ;;
+		N) ftcounter= ;;
+		l) l4=$OPTARG ;;
+		K) fwdcounter= ;;
+		s) extra+=("$OPTARG") ;;
+		f) flush="flush ruleset" ;;
+		w) write=$OPTARG ;;
+		o) only=$OPTARG ;;
+		*) echo "fp_ruleset: bad option" >&2; return 1 ;;
+		esac
+	done
+	shift $((OPTIND - 1))
+	prio=${1:-$prio}
+	if [ "${2:-0}" = 1 ]; then
+		extra+=("chain post { type nat hook postrouting priority srcnat; oifname r1 masquerade; }")
 	fi
-	ip netns exec "$R" nft -f - <<-EOF
-	table inet fp {
-		flowtable ft { hook ingress priority $prio; devices = { r0, r1 }; counter; }
-		chain fwdchain {
-			type filter hook forward priority filter; policy accept;
-			meta l4proto { tcp, udp } flow add @ft
-			counter
-		}
-		$nat
-	}
-	EOF
+	text="$flush
+table $family $table {
+	flowtable $ft { hook $hook priority $prio; devices = { ${devs// /, } };$ftcounter }"
+	if [ "$l4" != none ]; then
+		text+="
+	chain fwdchain {
+		type filter hook forward priority filter; policy accept;
+		meta l4proto $l4 flow add @$ft
+		$fwdcounter
+	}"
+	fi
+	for opt in "${extra[@]}"; do
+		text+="
+	$opt"
+	done
+	text+="
+}"
+	if [ -n "$only" ]; then
+		echo "$text" >"$only"
+	elif [ -n "$write" ]; then
+		echo "$text" >"$write"
+		ip netns exec "$ns" nft -f "$write"
+	else
+		ip netns exec "$ns" nft -f - <<<"$text"
+	fi
 }
 
 # Packets that went through the forward chain (the slow path).
@@ -450,25 +525,10 @@ fp_flood_stop() {
 
 # fp_proc NS COLUMN: counter COLUMN of /proc/net/stat/nf_flow_bulk in
 # namespace NS ("packets", "decline_miss", "fallback_neigh", "drop_xmit"...),
-# summed over its CPU rows (hex). The same counts as fp_stat's, without a
-# Python start (about half a second under TCG), for the polls of busywait.
+# summed over its CPU rows (proc.sh). The same counts as fp_stat's, without
+# a Python start (about half a second under TCG), for the polls of busywait.
 fp_proc() {
-	local col=$2 header k=-1 i sum=0
-	local -a row
-	{
-		read -r -a header
-		for i in "${!header[@]}"; do
-			[ "${header[$i]}" != "$col" ] || k=$i
-		done
-		if [ "$k" -lt 0 ]; then
-			echo "fp_proc: no column $col in /proc/net/stat/nf_flow_bulk" >&2
-			return 1
-		fi
-		while read -r -a row; do
-			sum=$((sum + 16#${row[$k]}))
-		done
-	} < <(ip netns exec "$1" cat /proc/net/stat/nf_flow_bulk)
-	echo "$sum"
+	nfb_proc_get "$1" "$2"
 }
 
 # fp_taken NS: packets the module took in namespace NS.
