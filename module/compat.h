@@ -273,6 +273,16 @@ static inline bool nfb_flow_closing(const struct flow_offload *flow)
  * nfb_tunnels() is a constant false and these accessors are never called.
  */
 #ifdef NFB_HAVE_FLOW_TUPLE_TUN
+/*
+ * The outer header's protocol of a tunnelled tuple: tun.l3_proto up to
+ * 7.2, tun.inner_proto from 7.3 (renamed, same values; conftest.sh).
+ */
+#ifdef NFB_HAVE_FLOW_TUN_INNER_PROTO
+#define NFB_TUN_PROTO(t)	((t)->tun.inner_proto)
+#else
+#define NFB_TUN_PROTO(t)	((t)->tun.l3_proto)
+#endif
+
 static inline bool nfb_tunnels(void)
 {
 	return true;
@@ -288,7 +298,7 @@ static inline void nfb_tuple_set_tun4(struct flow_offload_tuple *t,
 {
 	t->tun.src_v4.s_addr = saddr;
 	t->tun.dst_v4.s_addr = daddr;
-	t->tun.inner_proto = IPPROTO_IPIP;
+	NFB_TUN_PROTO(t) = IPPROTO_IPIP;
 }
 
 static inline void nfb_tuple_set_tun6(struct flow_offload_tuple *t,
@@ -297,7 +307,7 @@ static inline void nfb_tuple_set_tun6(struct flow_offload_tuple *t,
 {
 	t->tun.src_v6 = *saddr;
 	t->tun.dst_v6 = *daddr;
-	t->tun.inner_proto = IPPROTO_IPV6;
+	NFB_TUN_PROTO(t) = IPPROTO_IPV6;
 }
 
 /* The outer addresses of a push: to the tunnel's far end, from ours. */

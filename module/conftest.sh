@@ -102,6 +102,15 @@ probe FLOW_TUPLE_TUN "$@" <<'EOF' &
 int nfb_probe = sizeof(((struct flow_offload_tuple *)0)->tun);
 EOF
 
+# The outer header's protocol field of a tunnelled tuple (IPPROTO_IPIP,
+# IPPROTO_IPV6) is flow_offload_tunnel.l3_proto in 6.19 to 7.2 and
+# inner_proto from 7.3 on: the same values under another name (read in
+# Debian's 7.2.13 source, nf_flow_table_ip.c, and 7.3~rc7's headers).
+probe FLOW_TUN_INNER_PROTO "$@" <<'EOF' &
+#include <net/netfilter/nf_flow_table.h>
+int nfb_probe = sizeof(((struct flow_offload_tuple *)0)->tun.inner_proto);
+EOF
+
 # b5964aac51e0 ("netfilter: flowtable: consolidate xmit path", 6.19): the
 # stock hook transmits a NEIGH flow on the real device behind its VLAN /
 # PPPoE device (flow_offload_tuple.ifidx), and the next two commits of the
