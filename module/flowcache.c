@@ -83,40 +83,19 @@
 
 /*
  * The loops over the few words of the key run for every packet, with a
- * count known at build time; -O2 does not unroll them, so they are written
- * out, and the compiler drops the words at and past @n: seven words on 6.1
- * and 6.12; eleven since ab427db17885 ("netfilter: flowtable: Add IPIP rx
- * sw acceleration", 6.19) put the tunnel addresses in the key.
+ * count known at build time (seven words on 6.1 and 6.12, eleven where the
+ * key holds tunnel addresses): unrolled in full, as -O2 does not by
+ * itself, so that no loop control is left.
  */
 static __always_inline unsigned long
 nfb_fold_words(const unsigned long *a, unsigned int n)
 {
 	unsigned long h = 0;
+	unsigned int i;
 
-	if (n > 0)
-		h ^= a[0];
-	if (n > 1)
-		h ^= a[1];
-	if (n > 2)
-		h ^= a[2];
-	if (n > 3)
-		h ^= a[3];
-	if (n > 4)
-		h ^= a[4];
-	if (n > 5)
-		h ^= a[5];
-	if (n > 6)
-		h ^= a[6];
-	if (n > 7)
-		h ^= a[7];
-	if (n > 8)
-		h ^= a[8];
-	if (n > 9)
-		h ^= a[9];
-	if (n > 10)
-		h ^= a[10];
-	if (n > 11)
-		h ^= a[11];
+#pragma GCC unroll 12
+	for (i = 0; i < n && i < NFB_KEY_WORDS_MAX; i++)
+		h ^= a[i];
 	return h;
 }
 
@@ -125,31 +104,11 @@ static __always_inline unsigned long
 nfb_diff_words(const unsigned long *a, const unsigned long *b, unsigned int n)
 {
 	unsigned long d = 0;
+	unsigned int i;
 
-	if (n > 0)
-		d |= a[0] ^ b[0];
-	if (n > 1)
-		d |= a[1] ^ b[1];
-	if (n > 2)
-		d |= a[2] ^ b[2];
-	if (n > 3)
-		d |= a[3] ^ b[3];
-	if (n > 4)
-		d |= a[4] ^ b[4];
-	if (n > 5)
-		d |= a[5] ^ b[5];
-	if (n > 6)
-		d |= a[6] ^ b[6];
-	if (n > 7)
-		d |= a[7] ^ b[7];
-	if (n > 8)
-		d |= a[8] ^ b[8];
-	if (n > 9)
-		d |= a[9] ^ b[9];
-	if (n > 10)
-		d |= a[10] ^ b[10];
-	if (n > 11)
-		d |= a[11] ^ b[11];
+#pragma GCC unroll 12
+	for (i = 0; i < n && i < NFB_KEY_WORDS_MAX; i++)
+		d |= a[i] ^ b[i];
 	return d;
 }
 

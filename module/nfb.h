@@ -339,6 +339,13 @@ void nfb_learn_inet_hook(nf_hookfn *fn, const void *priv);
 void nfb_fastpath_fini(void);
 
 /*
+ * Words of a tuple's key at most: the loops over them are unrolled in
+ * full ("GCC unroll 12"), as the count is known at build time and -O2
+ * alone leaves a loop, or a memset() call, per packet.
+ */
+#define NFB_KEY_WORDS_MAX	12
+
+/*
  * The part of struct flow_offload_tuple the flowtable hashes and compares
  * (up to __hash), rounded up to whole words for the lookup cache.
  */
@@ -350,38 +357,19 @@ void nfb_fastpath_fini(void);
  * zeroes the whole tuple, but the lookup only reads the key; the callers
  * declare the tuple __uninitialized, or the kernel's automatic zeroing of
  * stack variables (INIT_STACK_ALL_ZERO, on in Debian) would clear all of
- * it with a rep stos every packet. Written out: a memset() becomes one too.
+ * it with a rep stos every packet. Word by word, unrolled: a memset()
+ * becomes one too.
  */
 static inline void nfb_tuple_init(struct flow_offload_tuple *tuple)
 {
 	unsigned long *w = (unsigned long *)tuple;
 	const unsigned int n = NFB_TUPLE_KEY_BYTES / sizeof(unsigned long);
+	unsigned int i;
 
-	BUILD_BUG_ON(n > 12);
-	if (n > 0)
-		w[0] = 0;
-	if (n > 1)
-		w[1] = 0;
-	if (n > 2)
-		w[2] = 0;
-	if (n > 3)
-		w[3] = 0;
-	if (n > 4)
-		w[4] = 0;
-	if (n > 5)
-		w[5] = 0;
-	if (n > 6)
-		w[6] = 0;
-	if (n > 7)
-		w[7] = 0;
-	if (n > 8)
-		w[8] = 0;
-	if (n > 9)
-		w[9] = 0;
-	if (n > 10)
-		w[10] = 0;
-	if (n > 11)
-		w[11] = 0;
+	BUILD_BUG_ON(n > NFB_KEY_WORDS_MAX);
+#pragma GCC unroll 12
+	for (i = 0; i < n; i++)
+		w[i] = 0;
 }
 
 /* flowcache.c */
