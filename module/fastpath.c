@@ -980,7 +980,7 @@ static noinline void nfb_segs_apply(struct nfb_net *nn,
 
 /*
  * Inlined into the hook, as nfb_ipv6() and nfb_prepare(): out of line,
- * each call paid its own prologue, stack canary and epilogue on every
+ * each call pays its own prologue, stack canary and epilogue on every
  * packet (about 45 instructions per packet per router, make bench).
  */
 static __always_inline int nfb_ipv4(struct nfb_net *nn,

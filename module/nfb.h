@@ -259,10 +259,10 @@ enum nfb_order_scope {
  * Where ndo_select_queue() of a bond, team, net_failover or netvsc output
  * leaves the queue mapping its ndo_start_xmit() reads back. 6.1 and 6.12
  * keep slave_dev_queue_mapping in the qdisc_skb_cb header, before our
- * part. 7.x moved it past data[], into our part (skb->cb bytes 28..29,
- * the upper half of @nn): on 7.3 a bond output made @nn a non-canonical
- * pointer and the drain crashed on it. There (NFB_SDQM_IN_CB, told by the
- * layout itself) the slot's bytes live in tc_classid's place, before our
+ * part. 7.x has it past data[], in our part (skb->cb bytes 28..29, the
+ * upper half of @nn), where a bond output's queue mapping would make @nn
+ * a non-canonical pointer for the drain. There (NFB_SDQM_IN_CB, told by
+ * the layout itself) the slot's bytes live in tc_classid's place, before our
  * part and read by nobody before the qdisc, while our part is in use:
  * nfb_sdqm_park() puts the bytes the packet came with there when the
  * packet is taken, and nfb_cb_clear() moves them back to their own place,

@@ -1536,8 +1536,8 @@ static int nfb_drain(struct nfb_cpu *c, int budget,
 	 * from nfb_poll() inside none. BH off already keeps every RCU-freed
 	 * object (flows, routes, neighbours) alive, but the neighbour lookup
 	 * helpers use rcu_dereference(), which PROVE_RCU checks against
-	 * rcu_read_lock() (the debug kernel reported it from ksoftirqd), and
-	 * the stock hook calls them with it held: so does this.
+	 * rcu_read_lock() (a PROVE_RCU kernel warns from ksoftirqd without
+	 * it), and the stock hook calls them with it held: so does this.
 	 */
 	rcu_read_lock();
 	c->draining = true;
