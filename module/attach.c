@@ -614,7 +614,9 @@ static int nfb_reattach(struct nfb_attach *a, struct netlink_ext_ack *extack)
 
 /*
  * Room for one more attachment: under max_attachments, or in place of a
- * stale one (the oldest), which nothing will ever use again.
+ * stale one (the oldest), which nothing will ever use again. Stale as
+ * attach list shows it (nfb_attach_state()), not only as the last rescan
+ * found it: a flowtable re-created since the last sweep is stale already.
  */
 static int nfb_attach_room(struct nfb_net *nn, struct netlink_ext_ack *extack)
 {
@@ -623,7 +625,7 @@ static int nfb_attach_room(struct nfb_net *nn, struct netlink_ext_ack *extack)
 	if (nn->n_attachments < READ_ONCE(nfb_max_attachments))
 		return 0;
 	list_for_each_entry(a, &nn->attachments, list) {
-		if (a->stale) {
+		if (nfb_attach_state(a) == NFB_ATTACH_STALE) {
 			nfb_attach_free(a);
 			return 0;
 		}

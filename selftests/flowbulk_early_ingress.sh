@@ -7,7 +7,9 @@
 # genetlink family alias. A ruleset with a syntax error is refused with nft's
 # message and line and changes nothing. A flowtable re-created by nft at hook
 # ingress is not taken (the attachment shows stale) until the early_ingress
-# file is loaded again; a file declaring it hook ingress detaches it. An nft
+# file is loaded again, and gives way to a new attachment at
+# max_attachments; a file declaring it hook ingress detaches it. -c checks
+# in the kernel and changes nothing; -e prints the kernel's handles. An nft
 # JSON ruleset (nft -j -f)
 # loads the same way. `flowtable add ... hook
 # early_ingress` does the same in one command; `stats -j` agrees with
@@ -112,6 +114,21 @@ ip netns exec "$ns" nft delete table inet fw
 check "table deleted: the attachment is waiting" state_is waiting
 ip netns exec "$ns" nft -f "$tmp/router-ingress.nft"
 check "re-created by nft at hook ingress: the attachment is stale" state_is stale
+
+# A stale attachment gives way at max_attachments (nothing will ever use it
+# again): with room for one, attaching another flowtable replaces it.
+max_param=/sys/module/nf_flow_bulk/parameters/max_attachments
+echo 1 >"$max_param"
+ip netns exec "$ns" nft "add table inet spare
+	add flowtable inet spare ft { hook ingress priority 0; devices = { veth2 }; }"
+stale_gives_way() {
+	fb attach inet spare ft &&
+		fb -j attach list | jq -e '[.attachments[] | [.table, .state]] ==
+			[["spare", "attached"]]' >/dev/null
+}
+check "max_attachments 1: attaching inet spare ft takes the stale one's place" stale_gives_way
+echo 64 >"$max_param"
+fb table delete inet spare
 fb -f "$tmp/router.nft"
 check "-f of the early_ingress file again: the new inet fw ft attached" \
 	attached inet fw ft 10 '["veth0","veth1"]'
@@ -149,7 +166,9 @@ table inet other {
 }
 NFT
 before=$(nft_json)
-attach_before=$(fb -j attach list)
+# What is attached, not the scan counters a sweep moves meanwhile.
+attach_state() { fb -j attach list | jq -c '[.attachments[] | [.table, .flowtable, .state]]'; }
+attach_before=$(attach_state)
 rc=0
 fb -f "$tmp/broken.nft" 2>"$tmp/err" || rc=$?
 syntax_error_reported() {
@@ -158,7 +177,7 @@ syntax_error_reported() {
 check "-f with a syntax error: exit 1 with nft's message at line 4" syntax_error_reported
 [ "$rc" = 1 ] || cat "$tmp/err"
 nothing_applied() {
-	[ "$(nft_json)" = "$before" ] && [ "$(fb -j attach list)" = "$attach_before" ]
+	[ "$(nft_json)" = "$before" ] && [ "$(attach_state)" = "$attach_before" ]
 }
 check "-f with a syntax error: ruleset and attachments unchanged" nothing_applied
 
@@ -188,6 +207,35 @@ check "-f JSON: the flowtable is at hook ingress" json_at_ingress
 fb table add ip6 six
 fb flowtable add ip6 six f6 hook early_ingress priority 20 devices veth3 counter
 check "flowtable add hook early_ingress: attached" attached ip6 six f6 20 '["veth3"]'
+
+# -c: the kernel checks the change and aborts it. veth3 is in six's f6
+# already, which only the kernel knows to refuse (EEXIST): reported, and
+# nothing changed; offload add's plan changes nothing either.
+before=$(nft_json)
+attach_before=$(attach_state)
+check_refused() {
+	! fb -c flowtable add ip6 six f7 hook early_ingress devices veth3 2>"$tmp/err" &&
+		grep -q "cannot add flowtable ip6 six f7: .*File exists" "$tmp/err"
+}
+check "-c flowtable add on a device of another flowtable: the kernel's EEXIST" check_refused
+check_plan() {
+	fb -c offload add ip6 six f6 proto tcp >"$tmp/out" &&
+		grep -qx "would create chain ip6 six forward { type filter hook forward priority 0; }" \
+			"$tmp/out"
+}
+check "-c offload add: the plan" check_plan
+check_changed_nothing() {
+	[ "$(nft_json)" = "$before" ] && [ "$(attach_state)" = "$attach_before" ]
+}
+check "-c: ruleset and attachments unchanged" check_changed_nothing
+echoes_handles() {
+	fb -e offload add ip6 six f6 proto tcp >"$tmp/out" &&
+		handle=$(ip netns exec "$ns" nft -j -a list chain ip6 six forward |
+			jq -e '[.nftables[] | select(.rule) | .rule.handle] | .[0]') &&
+		grep -qx "add rule ip6 six forward meta l4proto tcp flow add @f6 comment \"flowbulk\" # handle $handle" \
+			"$tmp/out"
+}
+check "-e offload add: the rule with the handle the kernel gave it" echoes_handles
 
 fb detach ip6 six f6
 detached() { ! attached ip6 six f6 20 '["veth3"]'; }

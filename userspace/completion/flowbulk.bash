@@ -64,7 +64,7 @@ _flowbulk() {
 
 	if [ -z "$object" ]; then
 		if [[ $cur == -* ]]; then
-			candidates='-j --json -p --pretty -s --statistics -f --file -c --check -n --netns -V --version -h --help'
+			candidates='-j --json -p --pretty -s --statistics -f --file -c --check -e --echo -n --netns -V --version -h --help'
 		else
 			candidates='table flowtable offload attach detach stats monitor help'
 		fi

@@ -16,7 +16,7 @@ const char* main_usage() {
          "       flowbulk [ OPTIONS ] -f { FILE | - }\n"
          "OBJECT := { table | flowtable | offload | attach | detach | stats | monitor }\n"
          "OPTIONS := { -j[son] | -p[retty] | -s[tatistics] (repeatable) | -f[ile] FILE |\n"
-         "             -c[heck] (with -f) | -n[etns] NETNS | -h[elp] | -V[ersion] }\n"
+         "             -c[heck] | -e[cho] | -n[etns] NETNS | -h[elp] | -V[ersion] }\n"
          "Try \"flowbulk OBJECT help\" for each object's commands.\n";
 }
 
@@ -82,6 +82,10 @@ ParsedCommandLine parse_options(const std::vector<std::string>& arguments) {
         parsed.options.check = true;
         continue;
       }
+      if (abbreviates(name, "echo")) {
+        parsed.options.echo = true;
+        continue;
+      }
       if (abbreviates(name, "netns")) {
         takes_netns();
         continue;
@@ -124,6 +128,9 @@ ParsedCommandLine parse_options(const std::vector<std::string>& arguments) {
         case 'c':
           parsed.options.check = true;
           break;
+        case 'e':
+          parsed.options.echo = true;
+          break;
         case 'n':
           if (k + 1 != name.size()) {
             throw UsageError("option -n needs a network namespace name");
@@ -146,6 +153,12 @@ void dispatch(Invocation& invocation, const std::vector<std::string>& rest) {
       {"table", "flowtable", "offload", "attach", "detach", "stats", "monitor", "help"}, "object",
       "");
   Arguments arguments(std::vector<std::string>(rest.begin() + 1, rest.end()), object);
+  // The module's commands have no dry run: a check of attach would attach.
+  if (invocation.options.check && object != "table" && object != "flowtable" &&
+      object != "offload" && object != "help") {
+    throw UsageError("-c checks a change to nftables (table, flowtable, offload, -f); \"" + object +
+                     "\" has no check mode");
+  }
   if (object == "help") {
     emit_usage(invocation, main_usage());
   } else if (object == "table") {
@@ -189,9 +202,6 @@ int run_flowbulk(const std::vector<std::string>& arguments, Environment& env) {
     if (parsed.help) {
       emit_usage(invocation, main_usage());
       return kExitOk;
-    }
-    if (parsed.options.check && !parsed.options.file) {
-      throw UsageError("-c checks a ruleset (-f FILE); other commands have no check mode");
     }
     if (parsed.options.file) {
       if (!parsed.rest.empty()) {

@@ -35,6 +35,7 @@ struct Options {
   std::optional<std::string> file;
   std::optional<std::string> netns;  // -n NETNS
   bool check = false;                // -c: validate, change nothing
+  bool echo = false;                 // -e: print what was changed, with handles
 };
 
 // Everything one command needs.

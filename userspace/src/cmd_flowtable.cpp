@@ -131,11 +131,11 @@ void flowtable_add(Invocation& invocation, Arguments& arguments) {
   // From the create to the attach, or to the removal after a failed one:
   // an interrupt here would leave a plain ingress flowtable behind.
   std::optional<DeferredSignals> hold;
-  if (early) {
+  if (early && !invocation.options.check) {
     hold.emplace();
   }
   const RulesetEngine::Result created =
-      invocation.env.make_ruleset_engine()->run_commands(command, true);
+      invocation.env.make_ruleset_engine()->run_commands(command, true, invocation.options.check);
   if (!created.ok) {
     std::string errors = created.errors;
     if (command.front() != '{' && errors.find("syntax error") != std::string::npos) {
@@ -147,6 +147,20 @@ void flowtable_add(Invocation& invocation, Arguments& arguments) {
           "as JSON, which can";
     }
     fail_nft(context, errors);
+  }
+  if (invocation.options.check) {
+    // The kernel took the flowtable (and aborted); the module is there.
+    // Whether the attach would succeed depends on the flowtable existing,
+    // which a check leaves it not.
+    Json attach = Json::array();
+    if (early) {
+      attach.push_back(flowtable_ref_json(spec.ref));
+      if (!invocation.options.json) {
+        invocation.env.out << "would attach flowtable " << spec.ref.to_string() << "\n";
+      }
+    }
+    emit_written(invocation, Json::array(), Json{{"attach", attach}});
+    return;
   }
   if (early) {
     try {
@@ -165,7 +179,7 @@ void flowtable_add(Invocation& invocation, Arguments& arguments) {
       // libnftables 1.0.6 echoes no flowtable handle, and the name is ours
       // since the create was exclusive.
       RulesetEngine::Result undone = invocation.env.make_ruleset_engine()->run_commands(
-          nft_document(flowtable_delete_commands(spec.ref), context), true);
+          nft_document(flowtable_delete_commands(spec.ref), context), true, false);
       if (!undone.ok) {
         fail_with_context(error, context +
                                      " with hook early_ingress: attach failed and the "
@@ -176,15 +190,23 @@ void flowtable_add(Invocation& invocation, Arguments& arguments) {
                                    "removed again");
     }
   }
-  emit_done(invocation);
+  Json echoed = echoed_commands(created.output);
+  if (early && invocation.options.echo) {
+    // What nft does not echo: the module took the flowtable.
+    Json attached = nft_object(spec.ref.family, spec.ref.table);
+    attached["name"] = spec.ref.flowtable;
+    echoed.push_back(nft_command("attach", "flowtable", attached));
+  }
+  emit_written(invocation, echoed);
 }
 
 void flowtable_delete(Invocation& invocation, Arguments& arguments) {
   const FlowtableRef ref = parse_flowtable_ref(arguments);
   arguments.expect_end();
   const std::string context = "cannot delete flowtable " + ref.to_string();
+  std::string echoed;
   try {
-    run_nft(invocation, flowtable_delete_commands(ref), context);
+    echoed = run_nft(invocation, flowtable_delete_commands(ref), context);
   } catch (const Error& error) {
     const std::string message = error.what();
     if (message.find("Device or resource busy") == std::string::npos) {
@@ -210,8 +232,10 @@ void flowtable_delete(Invocation& invocation, Arguments& arguments) {
                     "\n(flowbulk offload delete removes the rules flowbulk wrote)",
                 error.sys_errno(), error.extack(), error.exit_code());
   }
-  detach_quietly(invocation, ref);
-  emit_done(invocation);
+  if (!invocation.options.check) {
+    detach_quietly(invocation, ref);
+  }
+  emit_written(invocation, echoed_commands(echoed));
 }
 
 void flowtable_list(Invocation& invocation, Arguments& arguments) {

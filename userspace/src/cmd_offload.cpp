@@ -250,7 +250,12 @@ OffloadResult add_offload(Invocation& invocation, NftClient& nft, const OffloadS
     try {
       const uint32_t generation = nft.generation();
       const OffloadPlan plan = plan_offload(asked, read_offload_view(invocation, nft, asked));
-      OffloadResult result{.chain_created = false, .added = {}, .present = plan.present};
+      OffloadResult result{.chain_created = false,
+                           .chain_handle = 0,
+                           .added = {},
+                           .append = plan.append,
+                           .position = plan.spec.handle,
+                           .present = plan.present};
       if (plan.empty()) {
         if (nft.generation() != generation && retry.again()) {
           continue;  // the reads may straddle a change: read again
@@ -267,8 +272,13 @@ OffloadResult add_offload(Invocation& invocation, NftClient& nft, const OffloadS
       for (uint8_t protocol : plan.send) {
         write.rules.push_back({.rule = offload_rule(spec, protocol), .append = plan.append});
       }
-      const std::vector<uint64_t> handles = nft.commit(write, generation);
+      // -c: the kernel checks the write and aborts it (handles stay 0).
+      const CommitEcho echo = nft.commit(write, generation, invocation.options.check);
+      const std::vector<uint64_t>& handles = echo.rule_handles;
       result.chain_created = plan.create_chain;
+      if (!echo.chain_handles.empty()) {
+        result.chain_handle = echo.chain_handles.front();
+      }
       for (size_t i = 0; i < plan.send.size(); ++i) {
         result.added.push_back(OffloadRule{.family = spec.flowtable.family,
                                            .table = spec.flowtable.table,
@@ -299,6 +309,12 @@ OffloadResult add_offload(Invocation& invocation, NftClient& nft, const OffloadS
   }
 }
 
+// An offload rule the kernel echoed, as nft -e -a prints it.
+std::string offload_echo_line(const char* verb, const OffloadRule& rule) {
+  return std::string(verb) + " rule " + table_text(rule.family, rule.table) + " " + rule.chain +
+         " " + offload_rule_statement(rule) + " # handle " + std::to_string(rule.handle);
+}
+
 void offload_add(Invocation& invocation, Arguments& arguments) {
   const OffloadSpec spec = parse_offload_spec(arguments, true);
   NftClient nft = open_nft(invocation);
@@ -312,6 +328,23 @@ void offload_add(Invocation& invocation, Arguments& arguments) {
   }
   const OffloadResult result = add_offload(invocation, nft, spec, context);
   const bool changed = !result.added.empty() || result.chain_created;
+  const bool check = invocation.options.check;
+  // -e: the chain and the rules as the kernel echoed them, with handles.
+  Json echoed = Json::array();
+  if (result.chain_created && !check) {
+    Json chain = nft_object(spec.flowtable.family, spec.flowtable.table);
+    chain["name"] = result.added.empty() ? spec.chain : result.added.front().chain;
+    chain["handle"] = result.chain_handle;
+    chain["type"] = "filter";
+    chain["hook"] = "forward";
+    chain["prio"] = 0;
+    echoed.push_back(nft_command("add", "chain", chain));
+  }
+  if (!check) {
+    for (const OffloadRule& rule : result.added) {
+      echoed.push_back(nft_command("add", "rule", offload_rule_json(rule)));
+    }
+  }
   if (invocation.options.json) {
     Json added = Json::array();
     for (const OffloadRule& rule : result.added) {
@@ -321,18 +354,61 @@ void offload_add(Invocation& invocation, Arguments& arguments) {
     for (const OffloadRule& rule : result.present) {
       present.push_back(offload_rule_json(rule));
     }
-    emit_json(invocation, Json{{"changed", changed},
-                               {"chain_created", result.chain_created},
-                               {"added", added},
-                               {"present", present}});
+    Json body{{"changed", changed && !check},
+              {"chain_created", result.chain_created && !check},
+              {"added", added},
+              {"present", present}};
+    if (check) {
+      // What would change: the plan, checked by the kernel.
+      body["check"] = true;
+      body["would_change"] = changed;
+      body["would_create_chain"] = result.chain_created;
+    }
+    if (invocation.options.echo) {
+      body["echo"] = echoed;
+    }
+    emit_json(invocation, body);
     return;
   }
+  std::ostream& out = invocation.env.out;
+  if (check) {
+    // The plan, in nft's words, as the kernel accepted it.
+    if (result.chain_created) {
+      const std::string chain = result.added.empty() ? spec.chain : result.added.front().chain;
+      out << "would create chain " << table_text(spec.flowtable.family, spec.flowtable.table) << " "
+          << chain << " { type filter hook forward priority 0; }\n";
+    }
+    for (const OffloadRule& rule : result.added) {
+      out << "would " << (result.append ? "add" : "insert") << " rule "
+          << table_text(rule.family, rule.table) << " " << rule.chain;
+      if (result.position != 0) {
+        out << " position " << result.position;
+      }
+      out << " " << offload_rule_statement(rule) << "\n";
+    }
+    for (const OffloadRule& rule : result.present) {
+      out << "already present in chain " << table_text(rule.family, rule.table) << " " << rule.chain
+          << ": " << offload_rule_text(rule) << "\n";
+    }
+    if (!changed) {
+      out << "nothing would change\n";
+    }
+    return;
+  }
+  if (invocation.options.echo) {
+    if (result.chain_created) {
+      out << echoed_command_text(echoed.front()) << "\n";
+    }
+    for (const OffloadRule& rule : result.added) {
+      out << offload_echo_line("add", rule) << "\n";
+    }
+  }
   for (const OffloadRule& rule : result.present) {
-    invocation.env.out << "already in chain " << table_text(rule.family, rule.table) << " "
-                       << rule.chain << ": " << offload_rule_text(rule) << "\n";
+    out << "already in chain " << table_text(rule.family, rule.table) << " " << rule.chain << ": "
+        << offload_rule_text(rule) << "\n";
   }
   if (!changed) {
-    invocation.env.out << "nothing changed\n";
+    out << "nothing changed\n";
   }
 }
 
@@ -415,6 +491,7 @@ void offload_delete(Invocation& invocation, Arguments& arguments) {
   const std::string context = "cannot delete offload rules of flowtable " + ref.to_string();
   std::vector<OffloadRule> victims;
   std::vector<OffloadRule> left;  // offload rules for the flowtable flowbulk did not write
+  std::vector<uint64_t> deleted;  // the handles the kernel echoed as deleted
   // By handle, in one transaction, guarded by the generation the listing
   // saw: a table deleted and made again in between numbers its rules from
   // 1 again, and a stale handle would delete whatever rule got it. When
@@ -446,7 +523,9 @@ void offload_delete(Invocation& invocation, Arguments& arguments) {
                                    .chain = rule.chain,
                                    .handle = rule.handle});
         }
-        nft.commit(write, generation);
+        // -c: the kernel checks the deletes and aborts them.
+        const CommitEcho echo = nft.commit(write, generation, invocation.options.check);
+        deleted = echo.deleted_handles;
         break;
       } catch (const KernelError& error) {
         if (error.sys_errno() != ERESTART) {
@@ -479,17 +558,42 @@ void offload_delete(Invocation& invocation, Arguments& arguments) {
                     "\"); delete these with nft:" + left_text(),
                 ENOENT);
   }
+  const bool check = invocation.options.check;
+  auto echoed_delete = [&deleted](const OffloadRule& rule) {
+    return std::find(deleted.begin(), deleted.end(), rule.handle) != deleted.end();
+  };
   if (invocation.options.json) {
     Json list = Json::array();
+    Json echoed = Json::array();
     for (const OffloadRule& rule : victims) {
       list.push_back(offload_rule_json(rule));
+      if (echoed_delete(rule)) {
+        echoed.push_back(nft_command("delete", "rule", offload_rule_json(rule)));
+      }
     }
     Json kept = Json::array();
     for (const OffloadRule& rule : left) {
       kept.push_back(offload_rule_json(rule));
     }
-    emit_json(invocation, Json{{"deleted", list}, {"left", kept}});
+    // Under -c, "deleted" is what would be.
+    Json body{{"deleted", list}, {"left", kept}};
+    if (check) {
+      body["check"] = true;
+    }
+    if (invocation.options.echo) {
+      body["echo"] = echoed;
+    }
+    emit_json(invocation, body);
     return;
+  }
+  for (const OffloadRule& rule : victims) {
+    if (check) {
+      invocation.env.out << "would delete rule " << table_text(rule.family, rule.table) << " "
+                         << rule.chain << " handle " << rule.handle << ": "
+                         << offload_rule_statement(rule) << "\n";
+    } else if (invocation.options.echo && echoed_delete(rule)) {
+      invocation.env.out << offload_echo_line("delete", rule) << "\n";
+    }
   }
   if (!left.empty()) {
     invocation.env.out << "left, not written by flowbulk:" << left_text() << "\n";

@@ -21,6 +21,7 @@
 #include "input_bounds.h"
 #include "names.h"
 #include "nfb_client.h"
+#include "nft_commands.h"
 #include "raii.h"
 
 namespace flowbulk {
@@ -235,8 +236,11 @@ void do_load_file(Invocation& invocation, const std::string& path) {
   // includes the same way for a file and for this text (include paths, and
   // "./" relative to the working directory). This is exactly `nft -f`: one
   // transaction, and what it does stays, whatever the attaches below do.
+  const RulesetEngine::Echo echo = !invocation.options.echo  ? RulesetEngine::Echo::kNone
+                                   : invocation.options.json ? RulesetEngine::Echo::kJson
+                                                             : RulesetEngine::Echo::kText;
   RulesetEngine::Result loaded =
-      invocation.env.make_ruleset_engine()->load_text(rewrite.ruleset, name, json);
+      invocation.env.make_ruleset_engine()->load_text(rewrite.ruleset, name, json, echo);
   if (!loaded.ok) {
     // nft's own message with line and column; nft applied nothing. nft
     // names the file in front of each line and column ("FILE:2:3-11:"), so
@@ -311,12 +315,19 @@ void do_load_file(Invocation& invocation, const std::string& path) {
     for (const FlowtableRef& ref : detached) {
       gone.push_back(flowtable_ref_json(ref));
     }
-    emit_json(invocation, Json{{"file", name},
-                               {"loaded", true},
-                               {"attached", attached_list},
-                               {"failed", failed_list},
-                               {"detached", gone}});
+    Json body{{"file", name},
+              {"loaded", true},
+              {"attached", attached_list},
+              {"failed", failed_list},
+              {"detached", gone}};
+    if (invocation.options.echo) {
+      // libnftables' echo (`nft -j -e -a`): what the file changed, with handles.
+      body["echo"] = echoed_commands(loaded.output);
+    }
+    emit_json(invocation, body);
   } else {
+    // libnftables' echo as `nft -e -a` prints it.
+    invocation.env.out << loaded.output;
     for (const FlowtableRef& ref : detached) {
       invocation.env.out << "detached flowtable " << ref.to_string() << ": " << name
                          << " declares it hook ingress\n";

@@ -38,9 +38,10 @@ void table_add(Invocation& invocation, Arguments& arguments) {
   Json table = Json::object();
   table["family"] = family_name(family);
   table["name"] = name;
-  run_nft(invocation, Json::array({nft_command("create", "table", table)}),
-          "cannot add table " + table_text(family, name));
-  emit_done(invocation);
+  const std::string echoed =
+      run_nft(invocation, Json::array({nft_command("create", "table", table)}),
+              "cannot add table " + table_text(family, name));
+  emit_written(invocation, echoed_commands(echoed));
 }
 
 void table_delete(Invocation& invocation, Arguments& arguments) {
@@ -68,11 +69,14 @@ void table_delete(Invocation& invocation, Arguments& arguments) {
   Json table = Json::object();
   table["family"] = family_name(family);
   table["name"] = name;
-  run_nft(invocation, Json::array({nft_command("delete", "table", table)}), context);
-  for (const FlowtableRef& ref : attached) {
-    detach_quietly(invocation, ref);
+  const std::string echoed =
+      run_nft(invocation, Json::array({nft_command("delete", "table", table)}), context);
+  if (!invocation.options.check) {
+    for (const FlowtableRef& ref : attached) {
+      detach_quietly(invocation, ref);
+    }
   }
-  emit_done(invocation);
+  emit_written(invocation, echoed_commands(echoed));
 }
 
 void table_list(Invocation& invocation, Arguments& arguments) {

@@ -19,21 +19,24 @@ class RulesetEngine {
     std::string output;  // what nft printed (listings)
     std::string errors;  // nft's error text, with locations
   };
+  // -e of a load: nothing, what nft -e prints, or what nft -j -e prints.
+  enum class Echo { kNone, kText, kJson };
   virtual ~RulesetEngine() = default;
   // nft commands from a string, applied as one transaction. `json`: JSON
   // output with handles and without set elements (`nft -j -t`), JSON
   // commands accepted, and what they create echoed with its handle
-  // (`nft -e`).
-  virtual Result run_commands(const std::string& commands, bool json) = 0;
+  // (`nft -e`). `check`: `nft -c`, the kernel checks and applies nothing.
+  virtual Result run_commands(const std::string& commands, bool json, bool check) = 0;
   // nft JSON commands that list (`nft -j -a -t -p`): the output is nft's
   // JSON listing, with handles, without the elements of named sets, and
   // with layer 4 protocols as numbers.
   virtual Result list_json(const std::string& commands) = 0;
   // `nft -f` of a ruleset held in memory; error locations name
   // `display_name` with the line and column in `ruleset`. `json`: the
-  // ruleset is nft JSON (`nft -j -f`).
-  virtual Result load_text(const std::string& ruleset, const std::string& display_name,
-                           bool json) = 0;
+  // ruleset is nft JSON (`nft -j -f`). `echo`: the output is what
+  // `nft -e -a` (kText) or `nft -j -e -a` (kJson) prints of what was loaded.
+  virtual Result load_text(const std::string& ruleset, const std::string& display_name, bool json,
+                           Echo echo) = 0;
   // `nft -c -f`: the same, evaluated and sent to the kernel, which checks
   // it and then aborts the transaction (libnftables' dry run): nothing is
   // applied.

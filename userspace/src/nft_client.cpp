@@ -202,7 +202,7 @@ uint32_t NftClient::generation() {
   return *generation;
 }
 
-std::vector<uint64_t> NftClient::commit(const NftWrite& write, uint32_t generation) {
+CommitEcho NftClient::commit(const NftWrite& write, uint32_t generation, bool check) {
   // Small: a chain and a few rules of a few expressions each.
   std::vector<uint8_t> buffer(4 * MNL_SOCKET_BUFFER_SIZE);
   MnlBatchPtr batch(mnl_nlmsg_batch_start(buffer.data(), buffer.size() - MNL_SOCKET_BUFFER_SIZE));
@@ -218,11 +218,14 @@ std::vector<uint64_t> NftClient::commit(const NftWrite& write, uint32_t generati
                                       channel_.next_sequence());
   mnl_attr_put_u32(begin, NFNL_BATCH_GENID, htonl(generation));
   next();
+  std::vector<uint32_t> chain_sequences;
   for (const NftnlChainPtr& chain : write.chains) {
+    const uint32_t sequence = channel_.next_sequence();
+    chain_sequences.push_back(sequence);
     nlmsghdr* message = nftnl_nlmsg_build_hdr(
         static_cast<char*>(mnl_nlmsg_batch_current(batch.get())), NFT_MSG_NEWCHAIN,
         static_cast<uint16_t>(nftnl_chain_get_u32(chain.get(), NFTNL_CHAIN_FAMILY)),
-        NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK, channel_.next_sequence());
+        NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK | NLM_F_ECHO, sequence);
     nftnl_chain_nlmsg_build_payload(message, chain.get());
     next();
   }
@@ -239,6 +242,7 @@ std::vector<uint64_t> NftClient::commit(const NftWrite& write, uint32_t generati
     nftnl_rule_nlmsg_build_payload(message, add.rule.get());
     next();
   }
+  std::vector<uint32_t> delete_sequences;
   for (const NftWrite::RuleDelete& target : write.deletes) {
     NftnlRulePtr rule(nftnl_rule_alloc());
     if (!rule) {
@@ -248,37 +252,53 @@ std::vector<uint64_t> NftClient::commit(const NftWrite& write, uint32_t generati
     nftnl_rule_set_str(rule.get(), NFTNL_RULE_TABLE, target.table.c_str());
     nftnl_rule_set_str(rule.get(), NFTNL_RULE_CHAIN, target.chain.c_str());
     nftnl_rule_set_u64(rule.get(), NFTNL_RULE_HANDLE, target.handle);
+    const uint32_t sequence = channel_.next_sequence();
+    delete_sequences.push_back(sequence);
     nlmsghdr* message =
         nftnl_nlmsg_build_hdr(static_cast<char*>(mnl_nlmsg_batch_current(batch.get())),
-                              NFT_MSG_DELRULE, target.family, NLM_F_ACK, channel_.next_sequence());
+                              NFT_MSG_DELRULE, target.family, NLM_F_ACK | NLM_F_ECHO, sequence);
     nftnl_rule_nlmsg_build_payload(message, rule.get());
     next();
   }
-  nftnl_batch_end(static_cast<char*>(mnl_nlmsg_batch_current(batch.get())),
-                  channel_.next_sequence());
-  next();
+  if (!check) {
+    nftnl_batch_end(static_cast<char*>(mnl_nlmsg_batch_current(batch.get())),
+                    channel_.next_sequence());
+    next();
+  }
 
-  std::map<uint32_t, uint64_t> handles;  // by the sequence of the NEWRULE
+  // The echoes, by the sequence number of the message that asked.
+  std::map<uint32_t, uint64_t> echoed;
   channel_.transact(
       std::span<const uint8_t>(static_cast<const uint8_t*>(mnl_nlmsg_batch_head(batch.get())),
                                mnl_nlmsg_batch_size(batch.get())),
-      [&handles](const nlmsghdr& reply) {
-        if ((reply.nlmsg_type & 0xff) != NFT_MSG_NEWRULE) {
-          return;
-        }
-        NftnlRulePtr rule(nftnl_rule_alloc());
-        if (rule && nftnl_rule_nlmsg_parse(&reply, rule.get()) >= 0 &&
-            nftnl_rule_is_set(rule.get(), NFTNL_RULE_HANDLE)) {
-          handles[reply.nlmsg_seq] = nftnl_rule_get_u64(rule.get(), NFTNL_RULE_HANDLE);
+      [&echoed](const nlmsghdr& reply) {
+        const int type = reply.nlmsg_type & 0xff;
+        if (type == NFT_MSG_NEWCHAIN) {
+          NftnlChainPtr chain(nftnl_chain_alloc());
+          if (chain && nftnl_chain_nlmsg_parse(&reply, chain.get()) >= 0 &&
+              nftnl_chain_is_set(chain.get(), NFTNL_CHAIN_HANDLE)) {
+            echoed[reply.nlmsg_seq] = nftnl_chain_get_u64(chain.get(), NFTNL_CHAIN_HANDLE);
+          }
+        } else if (type == NFT_MSG_NEWRULE || type == NFT_MSG_DELRULE) {
+          NftnlRulePtr rule(nftnl_rule_alloc());
+          if (rule && nftnl_rule_nlmsg_parse(&reply, rule.get()) >= 0 &&
+              nftnl_rule_is_set(rule.get(), NFTNL_RULE_HANDLE)) {
+            echoed[reply.nlmsg_seq] = nftnl_rule_get_u64(rule.get(), NFTNL_RULE_HANDLE);
+          }
         }
       });
-  std::vector<uint64_t> added;
-  for (uint32_t sequence : rule_sequences) {
-    if (auto found = handles.find(sequence); found != handles.end()) {
-      added.push_back(found->second);
+  auto collect = [&echoed](const std::vector<uint32_t>& sequences) {
+    std::vector<uint64_t> handles;
+    for (uint32_t sequence : sequences) {
+      if (auto found = echoed.find(sequence); found != echoed.end()) {
+        handles.push_back(found->second);
+      }
     }
-  }
-  return added;
+    return handles;
+  };
+  return CommitEcho{.chain_handles = collect(chain_sequences),
+                    .rule_handles = collect(rule_sequences),
+                    .deleted_handles = collect(delete_sequences)};
 }
 
 }  // namespace flowbulk

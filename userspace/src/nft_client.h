@@ -44,8 +44,11 @@ struct OffloadSpec {
 
 // What add_offload did.
 struct OffloadResult {
-  bool chain_created = false;
-  std::vector<OffloadRule> added;    // with the handles the kernel gave them
+  bool chain_created = false;        // under -c: would be created
+  uint64_t chain_handle = 0;         // of the created chain, as the kernel echoed it
+  std::vector<OffloadRule> added;    // with the handles the kernel gave them (0 under -c)
+  bool append = false;               // added after their position (else before it)
+  uint64_t position = 0;             // the rule they were placed next to (0: top or bottom)
   std::vector<OffloadRule> present;  // already there: left as they are
 };
 
@@ -94,6 +97,15 @@ struct NftWrite {
   std::vector<RuleDelete> deletes;  // sent after the chains and rules
 };
 
+// What the kernel echoed of a committed NftWrite (NLM_F_ECHO), in the
+// order the write listed the objects; an object it did not echo is
+// missing.
+struct CommitEcho {
+  std::vector<uint64_t> chain_handles;    // of NftWrite::chains
+  std::vector<uint64_t> rule_handles;     // of NftWrite::rules
+  std::vector<uint64_t> deleted_handles;  // of NftWrite::deletes
+};
+
 // nftnl getters return NULL for an attribute the kernel did not send.
 inline std::string text_or_empty(const char* text) {
   return text == nullptr ? std::string() : std::string(text);
@@ -132,8 +144,14 @@ class NftClient {
   // `generation` (NFNL_BATCH_GENID, as iptables-nft does): the kernel
   // checks it under its commit mutex and answers ERESTART when another
   // writer committed since, so what was read at `generation` is what the
-  // write lands on. Returns the handles the added rules got, in order.
-  std::vector<uint64_t> commit(const NftWrite& write, uint32_t generation);
+  // write lands on. Every message asks for its echo (NLM_F_ECHO): the
+  // kernel sends each object back at commit, with its handle.
+  //
+  // `check`: what `nft -c` does, the batch without its end message: the
+  // kernel applies every message to the transaction, answers each, and
+  // aborts it for want of an end, so nothing is committed and nothing is
+  // echoed.
+  CommitEcho commit(const NftWrite& write, uint32_t generation, bool check = false);
 
  private:
   // A GETRULE dump of one table (and chain, when not empty).

@@ -110,7 +110,8 @@ Json nft_object(uint8_t family, const std::string& table) {
 // libnftables as one transaction; returns what libnftables echoed.
 std::string run_nft(Invocation& invocation, const std::string& commands,
                     const std::string& context) {
-  RulesetEngine::Result result = invocation.env.make_ruleset_engine()->run_commands(commands, true);
+  RulesetEngine::Result result =
+      invocation.env.make_ruleset_engine()->run_commands(commands, true, invocation.options.check);
   if (!result.ok) {
     fail_nft(context, result.errors);
   }
@@ -130,6 +131,104 @@ std::string nft_document(const Json& commands, const std::string& context) {
 
 std::string run_nft(Invocation& invocation, const Json& commands, const std::string& context) {
   return run_nft(invocation, nft_document(commands, context), context);
+}
+
+Json echoed_commands(const std::string& output) {
+  Json commands = Json::array();
+  const Json echoed = Json::parse(output, nullptr, false);
+  if (echoed.is_discarded() || !echoed.is_object() || !echoed.contains("nftables") ||
+      !echoed["nftables"].is_array()) {
+    return commands;
+  }
+  for (const Json& command : echoed["nftables"]) {
+    if (!command.is_object() || command.size() != 1 || command.contains("metainfo")) {
+      continue;
+    }
+    const std::string verb = command.begin().key();
+    const Json& inner = command.begin().value();
+    if (!inner.is_object()) {
+      continue;
+    }
+    Json object = Json::object();
+    std::string kind;
+    for (const auto& [key, value] : inner.items()) {
+      if (value.is_object() && kind.empty()) {
+        kind = key;
+        object = value;
+      }
+    }
+    if (kind.empty()) {
+      continue;
+    }
+    if (inner.contains("handle") && !object.contains("handle")) {
+      object["handle"] = inner["handle"];
+    }
+    commands.push_back(nft_command(verb == "create" ? "add" : verb.c_str(), kind.c_str(), object));
+  }
+  return commands;
+}
+
+std::string echoed_command_text(const Json& command) {
+  const std::string verb = command.begin().key();
+  const std::string kind = command.begin().value().begin().key();
+  const Json& object = command.begin().value().begin().value();
+  auto text = [&object](const char* key) {
+    const auto found = object.find(key);
+    if (found == object.end()) {
+      return std::string();
+    }
+    return found->is_string() ? found->get<std::string>() : found->dump();
+  };
+  std::string line = verb + " " + kind + " " + text("family");
+  if (kind != "table") {
+    line += " " + text("table");
+  }
+  if (kind == "rule") {
+    line += " " + text("chain");
+  } else {
+    line += " " + text("name");
+  }
+  if (kind == "flowtable" && object.contains("hook")) {
+    line += " { hook " + text("hook") + " priority " + text("prio") + ";";
+    if (const auto devices = object.find("dev"); devices != object.end()) {
+      std::string names;
+      for (const Json& device : devices->is_array() ? *devices : Json::array({*devices})) {
+        names += (names.empty() ? "" : ", ") +
+                 (device.is_string() ? device.get<std::string>() : device.dump());
+      }
+      line += " devices = { " + names + " };";
+    }
+    line += " }";
+  } else if (kind == "chain" && object.contains("hook")) {
+    line +=
+        " { type " + text("type") + " hook " + text("hook") + " priority " + text("prio") + "; }";
+  }
+  if (object.contains("handle")) {
+    line += " # handle " + text("handle");
+  }
+  return line;
+}
+
+void emit_written(const Invocation& invocation, const Json& echoed, const Json& extra) {
+  if (invocation.options.json) {
+    Json body{{"ok", true}};
+    body.update(extra);
+    if (invocation.options.check) {
+      body["check"] = true;
+    }
+    // A check commits nothing: libnftables' dry run still prints the JSON
+    // commands back, but they were not made.
+    if (invocation.options.echo && !invocation.options.check) {
+      body["echo"] = echoed;
+    }
+    emit_json(invocation, body);
+    return;
+  }
+  if (invocation.options.echo && !invocation.options.check) {
+    for (const Json& command : echoed) {
+      invocation.env.out << echoed_command_text(command) << "\n";
+    }
+  }
 }
 
 void require_table(Invocation& invocation, uint8_t family, const std::string& table,
@@ -274,6 +373,9 @@ void dispatch_object(Invocation& invocation, Arguments& arguments, const ObjectC
   } else if (command == "delete") {
     object.remove(invocation, arguments);
   } else if (command == "list" || command == "show") {  // show: as in ip and nft
+    if (invocation.options.check) {
+      throw UsageError("-c checks a change; " + what + " " + command + " changes nothing");
+    }
     object.list(invocation, arguments);
   } else {
     emit_usage(invocation, object.usage());

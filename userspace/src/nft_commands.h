@@ -84,11 +84,29 @@ Json nft_object(uint8_t family, const std::string& table);
 [[noreturn]] void fail_nft(const std::string& context, const std::string& errors);
 
 // Runs nft commands (nft syntax, or an nft JSON document) through
-// libnftables as one transaction; returns what libnftables echoed.
+// libnftables as one transaction (only checked, as `nft -c`, under -c);
+// returns what libnftables echoed.
 std::string run_nft(Invocation& invocation, const std::string& commands,
                     const std::string& context);
 // The same for nft JSON commands ({"nftables": COMMANDS}).
 std::string run_nft(Invocation& invocation, const Json& commands, const std::string& context);
+
+// -e: the commands in what libnftables echoed of a write (`nft -j -e -a`
+// output), each {VERB: {KIND: OBJECT}} with the handle the kernel gave in
+// OBJECT (libnftables 1.0.6 puts it beside OBJECT for JSON commands) and
+// `create` said `add`, as nft -e says it; metainfo left out. Empty when
+// nothing was echoed (a check, a delete).
+Json echoed_commands(const std::string& output);
+// An echoed command (as echoed_commands() and the offload commands make
+// them) as `nft -e -a` prints it: "add table inet fw # handle 3".
+std::string echoed_command_text(const Json& command);
+
+// Prints the outcome of a write: with -j {"ok": true}, plus "check": true
+// under -c and "echo": ECHOED under -e (not with -c: nothing was made);
+// as text the echoed commands one a line under -e, else nothing (as nft). `extra`: more members for
+// -j.
+void emit_written(const Invocation& invocation, const Json& echoed,
+                  const Json& extra = Json::object());
 
 // {"nftables": [commands]} as text; a name that is not UTF-8 is a usage
 // error (libnftables reads JSON as UTF-8).

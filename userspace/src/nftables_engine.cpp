@@ -27,8 +27,9 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
 
 class LibnftablesEngine final : public RulesetEngine {
  public:
-  Result run_commands(const std::string& commands, bool json) override {
+  Result run_commands(const std::string& commands, bool json, bool check) override {
     NftContextPtr context = make_context();
+    nft_ctx_set_dry_run(context.get(), check);
     if (json) {
       // ECHO: for JSON commands, the output is the commands with the handles
       // the kernel gave the objects they created.
@@ -46,19 +47,19 @@ class LibnftablesEngine final : public RulesetEngine {
     return collect(context.get(), nft_run_cmd_from_buffer(context.get(), commands.c_str()));
   }
 
-  Result load_text(const std::string& ruleset, const std::string& display_name,
-                   bool json) override {
-    return load(ruleset, display_name, json, false);
+  Result load_text(const std::string& ruleset, const std::string& display_name, bool json,
+                   Echo echo) override {
+    return load(ruleset, display_name, json, false, echo);
   }
 
   Result check_text(const std::string& ruleset, const std::string& display_name,
                     bool json) override {
-    return load(ruleset, display_name, json, true);
+    return load(ruleset, display_name, json, true, Echo::kNone);
   }
 
  private:
-  Result load(const std::string& ruleset, const std::string& display_name, bool json,
-              bool dry_run) {
+  Result load(const std::string& ruleset, const std::string& display_name, bool json, bool dry_run,
+              Echo echo) {
     // libnftables prints line numbers only for files (a buffer is treated
     // as one command line), so the text goes through an anonymous in-memory
     // file: no temporary file on disk to leak or race on.
@@ -80,11 +81,17 @@ class LibnftablesEngine final : public RulesetEngine {
     const std::string path = "/proc/self/fd/" + std::to_string(memory.get());
     NftContextPtr context = make_context();
     nft_ctx_set_dry_run(context.get(), dry_run);
-    if (json) {
+    unsigned int flags = 0;
+    if (json || echo == Echo::kJson) {
       // libnftables 1.0.6 has no input flag: it tries its JSON parser
-      // first only when the output is JSON (what `nft -j -f` sets).
-      nft_ctx_output_set_flags(context.get(), NFT_CTX_OUTPUT_JSON);
+      // first only when the output is JSON (what `nft -j -f` sets), and
+      // falls back to nft syntax when the text is not JSON.
+      flags |= NFT_CTX_OUTPUT_JSON;
     }
+    if (echo != Echo::kNone) {
+      flags |= NFT_CTX_OUTPUT_ECHO | NFT_CTX_OUTPUT_HANDLE;
+    }
+    nft_ctx_output_set_flags(context.get(), flags);
     Result result = collect(context.get(), nft_run_cmd_from_filename(context.get(), path.c_str()));
     replace_all(result.errors, path, display_name);
     return result;

@@ -249,6 +249,10 @@ std::string ip_version_text(IpVersion version) {
 
 // The rule as nft writes it, as far as flowbulk reads it.
 std::string offload_rule_text(const OffloadRule& rule) {
+  return offload_rule_statement(rule) + " (handle " + std::to_string(rule.handle) + ")";
+}
+
+std::string offload_rule_statement(const OffloadRule& rule) {
   std::string match;
   if (rule.match == OffloadMatch::kOther) {
     match = "... ";
@@ -269,8 +273,7 @@ std::string offload_rule_text(const OffloadRule& rule) {
     }
   }
   return match + (rule.counter ? "counter " : "") + "flow add @" + rule.flowtable +
-         (rule.comment.empty() ? "" : " comment \"" + rule.comment + "\"") + " (handle " +
-         std::to_string(rule.handle) + ")";
+         (rule.comment.empty() ? "" : " comment \"" + rule.comment + "\"");
 }
 
 ChainRules parse_chain_rules(const Json& listing) {

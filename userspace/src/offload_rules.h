@@ -68,6 +68,8 @@ std::string ip_version_text(IpVersion version);
 // The rule as nft writes it, as far as flowbulk reads it ("..." for what
 // it does not spell out), with its handle.
 std::string offload_rule_text(const OffloadRule& rule);
+// The same without the handle: the rule's statements only.
+std::string offload_rule_statement(const OffloadRule& rule);
 
 // Reads the rules of a listing ({"nftables": [..., {"rule": {...}}, ...]})
 // with layer 4 protocols printed as numbers (`nft -p`; names are read too).

@@ -34,8 +34,9 @@ struct FakeEngineState {
 class FakeEngine final : public RulesetEngine {
  public:
   explicit FakeEngine(FakeEngineState& state) : state_(state) {}
-  Result run_commands(const std::string& commands, bool json) override {
-    state_.calls.push_back((json ? "json: " : "commands: ") + commands);
+  Result run_commands(const std::string& commands, bool json, bool check) override {
+    state_.calls.push_back(std::string(check ? "check " : "") + (json ? "json: " : "commands: ") +
+                           commands);
     Result result{.ok = true, .output = {}, .errors = {}};
     if (!state_.run_results.empty()) {
       result = state_.run_results.front();
@@ -47,9 +48,12 @@ class FakeEngine final : public RulesetEngine {
     state_.calls.push_back("list: " + commands);
     return Result{.ok = false, .output = {}, .errors = "the fake libnftables lists nothing"};
   }
-  Result load_text(const std::string& ruleset, const std::string& display_name,
-                   bool json) override {
-    state_.calls.push_back(std::string(json ? "json text: " : "text: ") + display_name);
+  Result load_text(const std::string& ruleset, const std::string& display_name, bool json,
+                   Echo echo) override {
+    state_.calls.push_back(std::string(echo == Echo::kNone   ? ""
+                                       : echo == Echo::kText ? "echo "
+                                                             : "json echo ") +
+                           (json ? "json text: " : "text: ") + display_name);
     state_.loaded_text = ruleset;
     if (state_.on_load) {
       state_.on_load();

@@ -795,6 +795,13 @@ class Transaction {
     for (const FakeNftKernel::Rule& rule : s_.rules) {
       if (doomed(rule)) {
         drop_anonymous_sets(rule);
+        if ((message.nlmsg_flags & NLM_F_ECHO) != 0) {
+          // The deleted rule, whole, as nf_tables_rule_notify() sends it.
+          Datagram echo = rule_message(rule, message);
+          reinterpret_cast<nlmsghdr*>(echo.data())->nlmsg_type =
+              static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_DELRULE);
+          echoes_.push_back(std::move(echo));
+        }
       }
     }
     const size_t erased = std::erase_if(s_.rules, doomed);
@@ -885,11 +892,13 @@ std::vector<Datagram> FakeNftKernel::answer_batch(std::span<const uint8_t> datag
   ++batches_;
   const auto messages = messages_of(datagram);
   std::vector<Datagram> replies;
-  if (messages.back()->nlmsg_type != NFNL_MSG_BATCH_END) {
-    replies.push_back(error_reply(*messages.front(), EINVAL));
-    return replies;
+  // No end message: `nft -c`. nfnetlink_rcv_batch() applies every
+  // message, answers each, and aborts the transaction for want of an end.
+  const bool check = messages.back()->nlmsg_type != NFNL_MSG_BATCH_END;
+  if (check) {
+    ++checks_;
   }
-  if (refuse_writes_ != 0 && messages.size() > 2) {
+  if (refuse_writes_ != 0 && messages.size() > (check ? 1U : 2U)) {
     replies.push_back(error_reply(*messages[1], refuse_writes_));
     return replies;
   }
@@ -919,7 +928,8 @@ std::vector<Datagram> FakeNftKernel::answer_batch(std::span<const uint8_t> datag
   State next = state_;  // the transaction: committed only if all succeed
   Transaction transaction(next);
   bool failed = false;
-  for (size_t i = 1; i + 1 < messages.size(); ++i) {
+  const size_t end = check ? messages.size() : messages.size() - 1;
+  for (size_t i = 1; i < end; ++i) {
     const nlmsghdr& message = *messages[i];
     const int error = transaction.apply(message);
     failed = failed || error != 0;
@@ -929,7 +939,7 @@ std::vector<Datagram> FakeNftKernel::answer_batch(std::span<const uint8_t> datag
       replies.push_back(ack(message));
     }
   }
-  if (!failed) {
+  if (!failed && !check) {
     state_ = std::move(next);
     ++generation_;
     replies.insert(replies.begin(), transaction.echoes().begin(), transaction.echoes().end());

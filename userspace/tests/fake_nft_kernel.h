@@ -132,6 +132,9 @@ class FakeNftKernel final : public Transport {
                                  const std::string& chain) const;
   // Batches (begin..end) received, to count write transactions.
   size_t batches() const { return batches_; }
+  // Batches without an end message (`nft -c`): applied, answered, and
+  // aborted, never committed.
+  size_t checks() const { return checks_; }
   // From now on every batch fails with `error` (EPERM: not root).
   void refuse_writes(int error) { refuse_writes_ = error; }
 
@@ -147,6 +150,7 @@ class FakeNftKernel final : public Transport {
   State state_;
   std::vector<Datagram> pending_;
   size_t batches_ = 0;
+  size_t checks_ = 0;
   uint32_t generation_ = 1;
   std::function<void()> before_next_batch_;
   size_t stale_batches_ = 0;

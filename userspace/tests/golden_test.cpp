@@ -97,6 +97,19 @@ TEST_F(GoldenTest, HelpAndVersion) {
 TEST_F(GoldenTest, ChangesPrintOk) {
   nft_kernel();
   expect_golden("table-add.json", {"-j", "table", "add", "inet", "fw"});
+  expect_golden("table-add-check.json", {"-j", "-c", "table", "add", "inet", "other"});
+  expect_golden("table-add-echo.json", {"-j", "-e", "table", "add", "inet", "other"});
+  expect_golden("table-add-echo.txt", {"-e", "table", "add", "inet", "third"});
+}
+
+// -c prints the plan it checked, -e what the kernel echoed.
+TEST_F(GoldenTest, OffloadCheckAndEcho) {
+  make_ruleset();
+  expect_golden("offload-add-check.json", {"-j", "-c", "offload", "add", "inet", "fw", "ft"});
+  expect_golden("offload-add-check.txt", {"-c", "offload", "add", "inet", "fw", "ft"});
+  expect_golden("offload-add-echo.json", {"-j", "-e", "offload", "add", "inet", "fw", "ft"});
+  expect_golden("offload-delete-check.txt", {"-c", "offload", "delete", "inet", "fw", "ft"});
+  expect_golden("offload-delete-echo.txt", {"-e", "offload", "delete", "inet", "fw", "ft"});
 }
 
 TEST_F(GoldenTest, NftablesObjects) {

@@ -21,8 +21,9 @@ text=$(MANWIDTH=80 man -l "$page" 2>/dev/null)
 for heading in NAME OVERVIEW OPTIONS COMMANDS "EXIT STATUS" FILES "SEE ALSO"; do
 	expect "man renders $heading" grep -q "^$heading" <<<"$text"
 done
-for command in "offload delete" "offload list" "position" "When an attach fails"; do
-	expect "documents $command" grep -qi "$command" <<<"$text"
+for command in "offload delete" "offload list" "position" "When an attach fails" \
+	"-e, -echo, --echo" "-c, -check, --check" "-n NETNS" "nothing would change" "show"; do
+	expect "documents $command" grep -qi -e "$command" <<<"$text"
 done
 # EXIT STATUS names every code main() returns (error.h: 0, 1, 2, 3).
 status_section=$(sed -n '/^EXIT STATUS/,/^[A-Z]/p' <<<"$text")
