@@ -111,7 +111,23 @@ BOOT_SYSTEMD_PID1=
 
 # boot_systemctl ARGS...: systemctl ARGS in the booted systemd's namespaces.
 boot_systemctl() {
-	nsenter -t "$BOOT_SYSTEMD_PID1" -p -m systemctl --no-pager "$@"
+	timeout 120 nsenter -t "$BOOT_SYSTEMD_PID1" -p -m systemctl --no-pager "$@"
+}
+
+# boot_unit_becomes UNIT STATE: wait (up to 120 s) until systemd has no job
+# left and UNIT's ActiveState is STATE: a job another unit's propagates (a
+# reload, a stop) may run after the systemctl that caused it has returned.
+boot_unit_becomes() {
+	local i state=
+	for i in $(seq 1200); do
+		if ! boot_systemctl list-jobs --no-legend 2>/dev/null | grep -q '^ *[0-9]'; then
+			state=$(boot_systemctl show -P ActiveState "$1" 2>/dev/null || true)
+			[ "$state" != "$2" ] || return 0
+		fi
+		sleep 0.1
+	done
+	echo "# $1: $state, not $2"
+	return 1
 }
 
 # boot_systemd_start UNITS_DIR: boot, and wait until the boot's jobs are done.
@@ -150,13 +166,18 @@ boot_systemd_start() {
 boot_systemd_stop() {
 	local i
 	[ -n "$BOOT_SYSTEMD_PID" ] || return 0
-	[ -z "$BOOT_SYSTEMD_PID1" ] || boot_systemctl halt --no-block 2>/dev/null || true
-	for i in $(seq 600); do
+	if [ -n "$BOOT_SYSTEMD_PID1" ]; then
+		timeout 30 nsenter -t "$BOOT_SYSTEMD_PID1" -p -m systemctl halt --no-block \
+			2>/dev/null || true
+	fi
+	for i in $(seq 1200); do
 		kill -0 "$BOOT_SYSTEMD_PID" 2>/dev/null || break
 		sleep 0.1
 	done
 	if kill -0 "$BOOT_SYSTEMD_PID" 2>/dev/null; then
-		echo "# systemd still there after 60 s: killed"
+		# The namespace's PID 1 takes every process of it along.
+		echo "# systemd still there after 120 s: killed"
+		[ -z "$BOOT_SYSTEMD_PID1" ] || kill -KILL "$BOOT_SYSTEMD_PID1" 2>/dev/null || true
 		kill -KILL "$BOOT_SYSTEMD_PID" 2>/dev/null || true
 	fi
 	wait "$BOOT_SYSTEMD_PID" 2>/dev/null || true
