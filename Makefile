@@ -26,7 +26,9 @@
 #                        churn their hooks (tools/bench/rtnl.py; RTNL_OPTS)
 #   make setup           install what the build, tests and demo need (apt-get)
 #   make install         module into /lib/modules/KVER/updates (depmod), tool,
-#                        man page, completion, examples under PREFIX; DESTDIR
+#                        man page, completion, examples under PREFIX, and
+#                        flowbulk.service with its helper and
+#                        /etc/flowbulk/attach.conf (enabled: not); DESTDIR
 #   make uninstall       remove what make install put there
 #   make install-module, install-userspace, uninstall-module,
 #     uninstall-userspace  one half of install / uninstall
@@ -60,12 +62,19 @@ DKMS_SRC := $(DESTDIR)/usr/src/$(NAME)-$(VERSION)
 # Kbuild files, the sources and the probe script are enough.
 DKMS_FILES := dkms.conf Kbuild module/Kbuild module/conftest.sh \
 	$(wildcard module/*.c module/*.h module/uapi/*.h)
+# flowbulk.service (make install): the unit where systemd looks for a
+# PREFIX's units, its helper, and the list it reads (in /etc, where the
+# helper reads it, whatever PREFIX).
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+LIBEXECDIR ?= $(PREFIX)/libexec
+SYSCONFDIR ?= /etc
 EXAMPLES := packaging/modprobe.d/nf_flow_bulk.conf \
 	packaging/sysctl.d/90-nf_flow_bulk.conf \
 	packaging/modules-load.d/nf_flow_bulk.conf
 
 .PHONY: figures all module bench-module bench-xdp bench-setup bench-hosts bench-rtnl modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
 .PHONY: install uninstall install-module uninstall-module install-userspace uninstall-userspace
+.PHONY: install-service uninstall-service
 .PHONY: dkms dkms-source dkms-uninstall deb check-deb
 
 all: module userspace
@@ -131,12 +140,48 @@ endef
 
 # The CMake build installs the tool, the man page and the completion
 # (userspace/CMakeLists.txt); uninstall names the same three files.
-install-userspace: userspace
+install-userspace: userspace install-service
 	DESTDIR=$(DESTDIR) cmake --install $(BUILD)/userspace --prefix $(PREFIX)
 	for f in $(EXAMPLES); do install -D -m 0644 $$f $(DOCDIR)/examples/$${f#packaging/}; done
 	install -m 0644 README.md $(DOCDIR)/README.md
 
-uninstall-userspace:
+# flowbulk.service and its helper, with the paths of PREFIX (the package's
+# are /usr's), and attach.conf unless there is one (the operator's list).
+# Nothing is enabled or started: "systemctl enable flowbulk" is the
+# operator's (Documentation/nf_flow_bulk.rst, "With make install").
+SERVICE_SED := -e 's,/usr/libexec/flowbulk/,$(LIBEXECDIR)/flowbulk/,g' \
+	-e 's,/usr/sbin/flowbulk,$(PREFIX)/sbin/flowbulk,g' \
+	-e 's,/etc/flowbulk/,$(SYSCONFDIR)/flowbulk/,g'
+install-service:
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(LIBEXECDIR)/flowbulk
+	sed $(SERVICE_SED) packaging/systemd/flowbulk.service >$(DESTDIR)$(UNITDIR)/flowbulk.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/flowbulk.service
+	sed $(SERVICE_SED) packaging/systemd/flowbulk-attach-list \
+		>$(DESTDIR)$(LIBEXECDIR)/flowbulk/flowbulk-attach-list
+	chmod 0755 $(DESTDIR)$(LIBEXECDIR)/flowbulk/flowbulk-attach-list
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/flowbulk/attach.conf ]; then \
+		echo "$(DESTDIR)$(SYSCONFDIR)/flowbulk/attach.conf kept as it is"; \
+	else \
+		echo "install -D -m 0644 packaging/flowbulk/attach.conf $(DESTDIR)$(SYSCONFDIR)/flowbulk/attach.conf"; \
+		install -D -m 0644 packaging/flowbulk/attach.conf $(DESTDIR)$(SYSCONFDIR)/flowbulk/attach.conf; \
+	fi
+	@[ -n "$(DESTDIR)" ] || echo "flowbulk.service installed, not enabled:" \
+		"systemctl daemon-reload; systemctl enable flowbulk (see $(SYSCONFDIR)/flowbulk/attach.conf)"
+
+# attach.conf goes as well when it is as installed; one the operator
+# changed stays (as dpkg keeps a changed conffile until the purge).
+uninstall-service:
+	rm -f $(DESTDIR)$(UNITDIR)/flowbulk.service $(DESTDIR)$(LIBEXECDIR)/flowbulk/flowbulk-attach-list
+	@f=$(DESTDIR)$(SYSCONFDIR)/flowbulk/attach.conf; \
+	if [ -e "$$f" ] && ! cmp -s packaging/flowbulk/attach.conf "$$f"; then \
+		echo "$$f changed since the install: kept"; \
+	else \
+		rm -f "$$f"; \
+	fi
+	-rmdir -p --ignore-fail-on-non-empty $(DESTDIR)$(UNITDIR) $(DESTDIR)$(LIBEXECDIR)/flowbulk \
+		$(DESTDIR)$(SYSCONFDIR)/flowbulk 2>/dev/null
+
+uninstall-userspace: uninstall-service
 	rm -f $(DESTDIR)$(PREFIX)/sbin/flowbulk $(DESTDIR)$(PREFIX)/share/man/man8/flowbulk.8 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/flowbulk
 	rm -rf $(DOCDIR)

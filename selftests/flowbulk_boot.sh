@@ -8,8 +8,9 @@
 #   - a malformed line: start fails and attaches nothing;
 #   - start attaches the listed flowtable, loading the module; again, it
 #     is already attached and start succeeds;
-#   - nft -f of the ruleset (flush ruleset, the flowtable made again):
-#     still attached;
+#   - nft -f of the ruleset (flush ruleset, the flowtable made again): the
+#     attachment is stale (nft made another flowtable); reload, as
+#     "systemctl reload nftables" runs it after nft -f, attaches it again;
 #   - a listed flowtable the ruleset lacks: reload fails, the ruleset is
 #     unchanged, the other flowtable stays attached;
 #   - the flowtable taken out of the list: reload detaches it, and unloads
@@ -21,6 +22,8 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=selftests/lib_boot.sh
+source "$(dirname "$0")/lib_boot.sh"
 
 nfb_require_tool ip nft
 
@@ -43,22 +46,11 @@ if nfb_module_loaded; then nfb_unload_module; fi
 
 router=""
 setup_ns router
+BOOT_NETNS=$router
 ip -n "$router" link add a0 type veth peer name a1
 ip -n "$router" link set a0 up
 ip -n "$router" link set a1 up
-cat >"$tmp/ruleset.nft" <<'EOF'
-flush ruleset
-table inet fw {
-	flowtable ft {
-		hook ingress priority filter
-		devices = { a0, a1 }
-	}
-	chain forward {
-		type filter hook forward priority filter; policy accept;
-		meta l4proto { tcp, udp } flow add @ft
-	}
-}
-EOF
+boot_ruleset "$tmp/ruleset.nft" fw a0 a1
 ip netns exec "$router" nft -f "$tmp/ruleset.nft"
 
 unit() { ip netns exec "$router" "$unitcmd" "$@"; }
@@ -66,8 +58,8 @@ attachments() {
 	nfb_module_loaded || return 0
 	ip netns exec "$router" "$FLOWBULK" attach list | awk 'NR > 1 { print $1, $2, $3 }'
 }
-attached() { attachments | grep -qx 'inet fw ft'; }
-not_attached() { ! attached; }
+attached() { boot_state_is attached inet fw ft; }
+not_attached() { boot_state_is none inet fw ft; }
 not_loaded() { ! nfb_module_loaded; }
 fails() { ! "$@"; }
 
@@ -86,7 +78,11 @@ check "start: again, succeeds (already attached)" unit start
 check "start: again, attached once" [ "$(attachments | wc -l)" = 1 ]
 
 check "nft -f of the ruleset: loaded" ip netns exec "$router" nft -f "$tmp/ruleset.nft"
-check "nft -f of the ruleset: inet fw ft still attached" attached
+check "nft -f of the ruleset: inet fw ft stale (nft made another flowtable)" \
+	boot_state_is stale inet fw ft
+check "nft -f of the ruleset: reload succeeds" unit reload
+check "nft -f of the ruleset: reload attached the new inet fw ft" attached
+check "nft -f of the ruleset: attached once" [ "$(attachments | wc -l)" = 1 ]
 
 ip netns exec "$router" nft list ruleset >"$tmp/ruleset.0"
 echo 'inet fw missing' >>"$FLOWBULK_ATTACH_CONF"

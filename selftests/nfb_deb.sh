@@ -7,35 +7,50 @@
 #     root, where neither is installed; DKMS builds the module for the
 #     running kernel; flowbulk.service is enabled; nothing is loaded;
 #   - boot: /etc/nftables.conf (a flowtable at "hook ingress" on the two
-#     router links) and /etc/flowbulk/attach.conf naming it, then what the
-#     units run, in systemd's order (the guest's init is not systemd):
-#     nftables.service's ExecStart, flowbulk.service's ExecStart, as read
-#     from the installed unit files; systemd-analyze verify on the unit.
-#     The flowtable is attached and the module takes its traffic;
-#   - reload: nft -f by hand, then nftables.service's and flowbulk.service's
-#     ExecReload: still attached, traffic taken;
-#   - a failed attach (a flowtable the ruleset lacks) fails the reload,
-#     changes no rule and leaves the other attachment;
+#     router links), /etc/flowbulk/attach.conf naming it and "systemctl
+#     enable nftables", as the operator does; then systemd boots
+#     (selftests/lib_boot.sh: the guest's init is busybox, and a reboot
+#     would lose the installed root, so systemd starts as PID 1 of
+#     namespaces of its own on this root, sysinit.target from the packages'
+#     enable links) and nobody types a command: flowbulk.service is active,
+#     started after nftables.service was, the flowtable attached and the
+#     module takes its traffic; systemd-analyze verify on the unit;
+#   - reload: nft -f by hand makes another flowtable: the attachment is
+#     stale and the stock flowtable forwards (the module takes nothing);
+#     then "systemctl reload nftables": attached again, traffic taken;
+#   - a failed attach (a flowtable the ruleset lacks): "systemctl reload
+#     flowbulk" fails, no rule changes, the other attachment stays;
+#   - systemd halts (the units' ExecStop: detached, unloaded, the ruleset
+#     flushed); the rest runs the units' commands as the packages' scripts
+#     ask systemd for them: ExecStart of both units again;
 #   - upgrade: dpkg -i of the next version's packages while attached:
 #     the old module forwards on through the upgrade, and the unit's restart
 #     (what the package's postinst asks systemd for) loads the new one;
 #   - purge: the unit's ExecStop (the prerm's stop), then dpkg --purge: the
-#     module it loaded is unloaded, and no file, DKMS entry or enable link
-#     is left.
+#     module it loaded is unloaded, no path of either package is left
+#     (their contents checked against the filesystem), nothing else changed
+#     under /etc, /usr, /lib/modules and /var/lib/dkms, no DKMS entry.
 # The router is the guest's initial network namespace (the unit's), the
-# client and the server are namespaces of their own. DKMS compiles under
-# TCG twice (install, upgrade): run on the newest installed kernel, the
-# only one the packages' postinst builds for besides the running one.
-# NFB_DEB_DIR: the packages; NFB_DEB_DIR_NEW: the next version's.
-# nfb-timeout: 5400
+# client and the server are namespaces of their own. Run on the newest
+# installed kernel: the packages' postinst builds for the running kernel
+# and the newest one, so this way DKMS compiles once.
+# NFB_DEB_DIR: the packages; NFB_DEB_DIR_NEW: the next version's;
+# NFB_DEB_NEXT_DKMS: the next version's module prebuilt as a DKMS tarball
+# (tools/check-deb), which the upgrade's postinst loads instead of
+# compiling; empty: DKMS compiles the next version in the guest too.
+# nfb-timeout: 3600
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=selftests/lib_boot.sh
+source "$(dirname "$0")/lib_boot.sh"
 
-nfb_require_tool dpkg dkms nft ip python3 systemd-analyze modinfo
+nfb_require_tool dpkg dkms nft ip python3 systemd-analyze modinfo unshare nsenter
+[ ! -e /run/systemd/system ] || nfb_cannot_run "systemd runs here already"
 
 deb_dir=${NFB_DEB_DIR:-$NFB_REPO/build/deb}
 new_dir=${NFB_DEB_DIR_NEW:-$NFB_REPO/build/deb-new}
+next_dkms=${NFB_DEB_NEXT_DKMS:-}
 ls "$deb_dir"/flowbulk_*.deb >/dev/null ||
 	nfb_cannot_run "no packages in $deb_dir (make check-deb builds them)"
 kver=$(uname -r)
@@ -47,6 +62,8 @@ echo_pid=
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
+	boot_systemd_stop
+	systemctl disable nftables.service >/dev/null 2>&1 || true
 	[ -z "$echo_pid" ] || kill "$echo_pid" 2>/dev/null || true
 	cleanup_all_ns
 	nft flush ruleset 2>/dev/null || true
@@ -85,19 +102,16 @@ snapshot() {
 		LC_ALL=C sort
 }
 snapshot >"$tmp/before"
+# Every path of both packages, both versions, and which of them exist now
+# (directories such as /etc): after the purge no other may exist.
+for d in "$deb_dir"/*.deb "$new_dir"/*.deb; do
+	dpkg-deb -c "$d" | awk '{ print $6 }' | sed 's,^\./,/,; s,/$,,'
+done | grep -v '^/\?$' | LC_ALL=C sort -u >"$tmp/paths"
+while read -r p; do
+	[ ! -e "$p" ] || echo "$p"
+done <"$tmp/paths" >"$tmp/paths.before"
 
-# ExecSTEP of a unit file, as systemd would run it (one line each here).
-unit_exec() {
-	sed -n "s/^Exec$2=//p" "$1"
-}
-run_exec() {
-	local cmd
-	cmd=$(unit_exec "$1" "$2")
-	[ -n "$cmd" ] || { echo "no Exec$2 in $1" >&2; return 1; }
-	echo "# $(basename "$1") Exec$2: $cmd"
-	# shellcheck disable=SC2086 # a command line without quotes
-	$cmd
-}
+run_exec() { boot_unit_exec "$@"; }
 
 # The topology: client C - router (initial namespace) - server S.
 setup_ns C S
@@ -126,28 +140,13 @@ while True:
 ' &
 echo_pid=$!
 
-# taken: packets the module took in the initial namespace (0 unloaded).
-taken() {
-	local sum=0 i k=-1 header row
-	[ -r /proc/net/stat/nf_flow_bulk ] || { echo 0; return; }
-	{
-		read -r -a header
-		for i in "${!header[@]}"; do
-			[ "${header[$i]}" != packets ] || k=$i
-		done
-		while read -r -a row; do
-			sum=$((sum + 16#${row[$k]}))
-		done
-	} </proc/net/stat/nf_flow_bulk
-	echo "$sum"
-}
-
-# traffic WHAT: one UDP flow of 300 echoed datagrams through the router;
-# every one comes back and the module takes at least 400 of the 600
-# packets the router forwards (the first ones set up the flow).
+# traffic WHAT [stock]: one UDP flow of 300 echoed datagrams through the
+# router; every one comes back and the module takes at least 400 of the
+# 600 packets the router forwards (the first ones set up the flow); with
+# "stock", the module takes none (the stock flowtable forwards).
 traffic() {
 	local t0 t1 got
-	t0=$(taken)
+	t0=$(boot_taken)
 	got=$(ip netns exec "$C" python3 -c '
 import socket, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -171,16 +170,18 @@ for i in range(300):
         pass
 print(got)
 ') || got=0
-	t1=$(taken)
+	t1=$(boot_taken)
 	echo "# $1: $got of 300 echoed, module took $((t1 - t0)) packets"
 	check "$1: every datagram forwarded ($got of 300)" [ "$got" = 300 ]
-	check "$1: the module took the flow ($((t1 - t0)) packets, at least 400)" \
-		[ $((t1 - t0)) -ge 400 ]
+	if [ "${2:-}" = stock ]; then
+		check "$1: the module took nothing ($((t1 - t0)) packets)" [ $((t1 - t0)) = 0 ]
+	else
+		check "$1: the module took the flow ($((t1 - t0)) packets, at least 400)" \
+			[ $((t1 - t0)) -ge 400 ]
+	fi
 }
 
-attached_ft() {
-	flowbulk attach list | awk 'NR > 1 { print $1, $2, $3 }' | grep -qx 'inet router ft'
-}
+attached_ft() { boot_state_is attached inet router ft; }
 
 # ---- install
 start=$(date +%s)
@@ -218,40 +219,29 @@ check "install: flowbulk.service runs after nftables.service, is part of it" \
 
 # ---- boot
 [ ! -e /etc/nftables.conf ] || cp -a /etc/nftables.conf "$tmp/nftables.conf.orig"
-cat >/etc/nftables.conf <<'EOF'
-#!/usr/sbin/nft -f
-flush ruleset
-table inet router {
-	flowtable ft {
-		hook ingress priority filter
-		devices = { nfbdeb0, nfbdeb1 }
-	}
-	chain forward {
-		type filter hook forward priority filter; policy accept;
-		meta l4proto { tcp, udp } flow add @ft
-	}
-}
-EOF
+boot_ruleset /etc/nftables.conf router nfbdeb0 nfbdeb1
 echo 'inet router ft' >>/etc/flowbulk/attach.conf
-if [ -e "$nft_unit" ]; then
-	check "boot: nftables.service ExecStart" run_exec "$nft_unit" Start
-else
-	check "boot: nft -f /etc/nftables.conf" nft -f /etc/nftables.conf
-fi
-check "boot: flowbulk.service ExecStart" run_exec "$unit" Start
+systemctl enable nftables.service
+boot_units_dir "$tmp/units" "$nft_unit" "$unit"
+start=$(date +%s)
+check "boot: systemd booted sysinit.target" boot_systemd_start "$tmp/units"
+echo "# systemd's boot took $(($(date +%s) - start)) s"
+check "boot: nftables.service active" boot_systemctl is-active nftables.service
+check "boot: flowbulk.service active" boot_systemctl is-active flowbulk.service
+check "boot: flowbulk.service started after nftables.service was active" \
+	boot_order_ok nftables.service flowbulk.service
 check "boot: the module is loaded" nfb_module_loaded
-check "boot: inet router ft attached" attached_ft
+check "boot: inet router ft attached, no command typed" attached_ft
 traffic boot
 
 # ---- reload
 nft list ruleset >"$tmp/ruleset.0"
 check "reload: nft -f /etc/nftables.conf by hand" nft -f /etc/nftables.conf
-check "reload: by hand, inet router ft still attached" attached_ft
-traffic "reload by hand"
-if [ -e "$nft_unit" ]; then
-	check "reload: nftables.service ExecReload" run_exec "$nft_unit" Reload
-fi
-check "reload: flowbulk.service ExecReload" run_exec "$unit" Reload
+check "reload: by hand, inet router ft stale (nft made another flowtable)" \
+	boot_state_is stale inet router ft
+traffic "reload by hand" stock
+check "reload: systemctl reload nftables" boot_systemctl reload nftables.service
+check "reload: flowbulk.service reloaded too, active" boot_unit_becomes flowbulk.service active
 check "reload: inet router ft attached" attached_ft
 traffic "systemctl reload nftables"
 
@@ -260,26 +250,56 @@ traffic "systemctl reload nftables"
 cp /etc/flowbulk/attach.conf "$tmp/attach.conf"
 echo 'inet router missing' >>/etc/flowbulk/attach.conf
 nft list ruleset >"$tmp/ruleset.1"
-if run_exec "$unit" Reload >"$tmp/failed.log" 2>&1; then
-	log_fail "failed attach: the reload succeeded"
+if boot_systemctl reload flowbulk.service >"$tmp/failed.log" 2>&1; then
+	log_fail "failed attach: systemctl reload flowbulk succeeded"
 	ret=1
 else
 	sed 's/^/# /' "$tmp/failed.log"
-	check "failed attach: the reload fails and says which" grep -q 'inet router missing' "$tmp/failed.log"
+	log_pass "failed attach: systemctl reload flowbulk fails"
 fi
 nft list ruleset >"$tmp/ruleset.2"
 check "failed attach: the ruleset is unchanged" cmp -s "$tmp/ruleset.1" "$tmp/ruleset.2"
 check "failed attach: inet router ft still attached" attached_ft
 cp "$tmp/attach.conf" /etc/flowbulk/attach.conf
 
+# systemd halts: the units stop (flowbulk.service detaches and unloads
+# the module it loaded, nftables.service flushes the ruleset).
+boot_systemd_stop
+check "halt: detached, the module unloaded" bash -c "! [ -d /sys/module/$NFB_MODULE ]"
+check "halt: the ruleset flushed" bash -c "[ -z \"\$(nft list ruleset)\" ]"
+check "restart: nftables.service ExecStart" run_exec "$nft_unit" Start
+check "restart: flowbulk.service ExecStart" run_exec "$unit" Start
+check "restart: inet router ft attached" attached_ft
+
+systemctl disable nftables.service
+
 # ---- upgrade
 old_srcversion=$(cat "/sys/module/$NFB_MODULE/srcversion")
 old_version=$(cat "/sys/module/$NFB_MODULE/version")
-start=$(date +%s)
 if ! ls "$new_dir"/flowbulk_*.deb >/dev/null; then
 	log_fail "upgrade: no packages of the next version in $new_dir"
 	exit "$ksft_fail"
-elif dpkg -i "$new_dir"/nf-flow-bulk-dkms_*.deb "$new_dir"/flowbulk_*.deb \
+fi
+# The next version's module, prebuilt: where dkms's common.postinst loads
+# a package's prebuilt modules from (/usr/share/PACKAGE/NAME-VERSION.
+# dkms.tar.gz), so that DKMS installs it instead of compiling.
+next_version=$(dpkg-deb -f "$new_dir"/nf-flow-bulk-dkms_*.deb Version)
+share=/usr/share/nf-flow-bulk-dkms
+prebuilt_sum=
+if [ -n "$next_dkms" ]; then
+	[ -d "$share" ] || created_share=1
+	mkdir -p "$share"
+	cp "$next_dkms" "$share/$NFB_MODULE-$next_version.dkms.tar.gz"
+	mkdir "$tmp/next"
+	tar -xzf "$next_dkms" -C "$tmp/next"
+	ko=$(find "$tmp/next" -name "$NFB_MODULE.ko*" | head -n 1)
+	# The file, not srcversion (the same sources give the same one): the
+	# host's build carries the host's signing key, a build here the guest's.
+	prebuilt_sum=$(sha256sum <"$ko")
+	echo "# upgrade: the module $next_version prebuilt (${ko##*/})"
+fi
+start=$(date +%s)
+if dpkg -i "$new_dir"/nf-flow-bulk-dkms_*.deb "$new_dir"/flowbulk_*.deb \
 	</dev/null >"$tmp/upgrade.log" 2>&1; then
 	log_pass "upgrade: dpkg -i of the next version ($(($(date +%s) - start)) s)"
 else
@@ -289,6 +309,12 @@ else
 fi
 new_version=$(dpkg-query -W -f='${Version}' flowbulk)
 check "upgrade: $version -> $new_version" [ "$new_version" != "$version" ]
+if [ -n "$next_dkms" ]; then
+	check "upgrade: DKMS installed the prebuilt module" \
+		[ "$(sha256sum <"$(modinfo -n "$NFB_MODULE")")" = "$prebuilt_sum" ]
+	rm -f "$share/$NFB_MODULE-$next_version.dkms.tar.gz"
+	[ -z "${created_share:-}" ] || rmdir "$share"
+fi
 check "upgrade: dkms built $new_version for $kver, $version is gone" \
 	bash -c "dkms status -m $NFB_MODULE -v $new_version -k $kver | grep -q installed &&
 		! dkms status -m $NFB_MODULE -v $version | grep -q ."
@@ -322,6 +348,16 @@ fi
 rm -f /etc/nftables.conf
 [ ! -e "$tmp/nftables.conf.orig" ] || cp -a "$tmp/nftables.conf.orig" /etc/nftables.conf
 snapshot >"$tmp/after"
+while read -r p; do
+	[ ! -e "$p" ] || echo "$p"
+done <"$tmp/paths" >"$tmp/paths.after"
+if diff -u "$tmp/paths.before" "$tmp/paths.after" >"$tmp/paths.diff"; then
+	log_pass "purge: no path of the packages left ($(wc -l <"$tmp/paths") paths, $(wc -l <"$tmp/paths.before") there before)"
+else
+	sed 's/^/# /' "$tmp/paths.diff"
+	log_fail "purge: paths of the packages left behind"
+	ret=1
+fi
 if diff -u "$tmp/before" "$tmp/after" >"$tmp/diff"; then
 	log_pass "purge: no file left behind ($(wc -l <"$tmp/after") paths compared)"
 else
