@@ -22,8 +22,8 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_boot.sh
-source "$(dirname "$0")/lib_boot.sh"
+# shellcheck source=tools/testing/lib/boot.sh
+source "$NFB_LIB/boot.sh"
 
 nfb_require_tool ip nft
 

@@ -5,7 +5,7 @@
 # install-service, the build tree's tool and module), in the guest's
 # initial network namespace:
 #   - boot: systemctl enable of nftables.service and flowbulk.service, then
-#     systemd boots (selftests/lib_boot.sh: PID 1 of namespaces of its own,
+#     systemd boots (tools/testing/lib/boot.sh: PID 1 of namespaces of its own,
 #     sysinit.target, where both are WantedBy) and nobody types a command:
 #     flowbulk.service is active, started after nftables.service was, and
 #     the flowtable /etc/flowbulk/attach.conf lists is attached;
@@ -19,8 +19,8 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_boot.sh
-source "$(dirname "$0")/lib_boot.sh"
+# shellcheck source=tools/testing/lib/boot.sh
+source "$NFB_LIB/boot.sh"
 
 nfb_require_tool ip nft unshare systemctl make
 

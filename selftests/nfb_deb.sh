@@ -9,7 +9,7 @@
 #   - boot: /etc/nftables.conf (a flowtable at "hook ingress" on the two
 #     router links), /etc/flowbulk/attach.conf naming it and "systemctl
 #     enable nftables", as the operator does; then systemd boots
-#     (selftests/lib_boot.sh: the guest's init is busybox, and a reboot
+#     (tools/testing/lib/boot.sh: the guest's init is busybox, and a reboot
 #     would lose the installed root, so systemd starts as PID 1 of
 #     namespaces of its own on this root, sysinit.target from the packages'
 #     enable links) and nobody types a command: flowbulk.service is active,
@@ -42,8 +42,8 @@
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
-# shellcheck source=selftests/lib_boot.sh
-source "$(dirname "$0")/lib_boot.sh"
+# shellcheck source=tools/testing/lib/boot.sh
+source "$NFB_LIB/boot.sh"
 
 nfb_require_tool dpkg dkms nft ip python3 systemd-analyze modinfo unshare nsenter
 [ ! -e /run/systemd/system ] || nfb_cannot_run "systemd runs here already"
