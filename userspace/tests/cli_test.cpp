@@ -667,13 +667,19 @@ TEST_F(CliTest, PermissionErrorIsReported) {
 
 // ---- -f --------------------------------------------------------------------
 
+// A file of this test process's own: ctest runs tests in parallel, each in
+// its own process, and ::testing::TempDir() is the one /tmp they share.
+std::string own_temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/flowbulk-test-" + std::to_string(::getpid()) + "-" + name;
+}
+
 const char* kEarlyRuleset =
     "table inet fw {\n"
     "  flowtable ft { hook early_ingress priority 0; devices = { eth0 } }\n"
     "}\n";
 
 TEST_F(CliTest, LoadPlainRulesetGoesStraightToNft) {
-  const std::string path = ::testing::TempDir() + "/plain.nft";
+  const std::string path = own_temp_path("plain.nft");
   {
     std::ofstream file(path);
     file << "table inet fw { }\n";
@@ -686,7 +692,7 @@ TEST_F(CliTest, LoadPlainRulesetGoesStraightToNft) {
 }
 
 TEST_F(CliTest, LoadFromAFifoReadsItOnce) {
-  const std::string path = ::testing::TempDir() + "/ruleset.fifo";
+  const std::string path = own_temp_path("ruleset.fifo");
   unlink(path.c_str());
   ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
   std::thread writer([&path] {
@@ -728,7 +734,7 @@ TEST_F(CliTest, LoadRefusesDirectoriesAndDevicesBeforeReading) {
 }
 
 TEST_F(CliTest, LoadRefusesOversizedInput) {
-  const std::string path = ::testing::TempDir() + "/huge.nft";
+  const std::string path = own_temp_path("huge.nft");
   { std::ofstream file(path); }
   ASSERT_EQ(truncate(path.c_str(), (off_t{64} << 20) + 1), 0);  // sparse: instant
   EXPECT_EQ(run({"-f", path}), kExitUsage);
@@ -841,7 +847,7 @@ TEST_F(CliTest, LoadSyntaxErrorReportsNftMessageAndAttachesNothing) {
 
 // nft names the file with the line and column; the file is named once.
 TEST_F(CliTest, LoadErrorNamesTheFileOnce) {
-  const std::string path = ::testing::TempDir() + "/broken.nft";
+  const std::string path = own_temp_path("broken.nft");
   {
     std::ofstream file(path);
     file << "table inet fw { junk }\n";
@@ -1057,7 +1063,7 @@ class LoadNotAttachedRulesetTest : public CliTest {
     return text.str();
   }
 
-  std::string path(const std::string& name) const { return ::testing::TempDir() + "/" + name; }
+  std::string path(const std::string& name) const { return own_temp_path(name); }
   void write_file(const std::string& name, const std::string& text) const {
     std::ofstream file(path(name));
     file << text;
