@@ -112,7 +112,7 @@ check "stale: the module takes no packet of the new flowtable" none_taken 400
 # Re-created at priority -100 and attached again (flowbulk -f attaches
 # again after a load): the hook follows.
 ip netns exec "$R" nft delete table inet fp
-fp_ruleset -100 0
+fp_ruleset -p -100
 fp_genl "$R" attach inet fp ft
 check "attached again at -100: hook at -100" busywait 30000 attached_at -100 r0 r1
 check "attached again: traffic taken again" fp_taken_grows 100
@@ -124,7 +124,7 @@ scans() { fp_genl "$R" list | python3 -c 'import json, sys; print(json.load(sys.
 s0=$(scans)
 for ((i = 0; i < 10; i++)); do
 	ip netns exec "$R" nft delete table inet fp
-	fp_ruleset -100 0
+	fp_ruleset -p -100
 	fp_genl "$R" attach inet fp ft
 done
 check "flowtable flapped 10 times: traffic taken again" fp_taken_grows 100
