@@ -401,10 +401,8 @@ static inline bool nfb_rcu_state_same(struct nfb_rcu_state *a,
  * The kernels the module is proven on, which no feature probe can tell:
  * the whole selftest suite passes there, the kernel's own flowtable
  * selftest (nft_flowtable.sh, alike with the stock flowtable alone and
- * with the module attached) among it. On 6.1 and 6.12 it does. On 7.3 the
- * suite passes in make check too, but Debian's 7.3 is a release candidate
- * and the flowtable changed a lot after 6.12 (transmit path and
- * encapsulation push in 6.19, IPIP, no teardown on FIN / RST). Elsewhere
+ * with the module attached) among it. On 6.1, 6.12 and 7.2 it does.
+ * Debian's 7.3 is a release candidate. Elsewhere
  * the module refuses to load unless asked to with unproven_kernel=1
  * (main.c). The list is in conftest.sh (KERNEL_PROVEN).
  */
