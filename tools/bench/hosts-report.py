@@ -33,6 +33,12 @@ import subprocess
 import sys
 import time
 
+# The run's module commit is read as report.py reads it.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import module_commit  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 TICK_NS = 10_000_000  # USER_HZ = 100
 FIELDS = ["up", "cpus", "idle", "softirq", "rx", "tx", "taken", "bulks"]
 MODE_ORDER = ["plain", "stock", "fraglist", "udpfwd", "bulk-west", "bulk-east", "bulk", "xdp"]
@@ -46,20 +52,6 @@ MODE_TITLE = {
     "bulk": "nf_flow_bulk on both",
     "xdp": "XDP (xdp_fwd)",
 }
-
-
-def module_commit():
-    """The last commit that changed module/, -dirty when module/ has changes
-    of its own: the module the run measured."""
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    try:
-        rev = subprocess.run(["git", "-C", repo, "log", "-1", "--format=%h", "--", "module"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", repo, "diff", "--quiet", "HEAD", "--", "module"],
-                               check=False).returncode != 0
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return rev + ("-dirty" if dirty else "")
 
 
 def router(values, i):
@@ -238,7 +230,7 @@ def main():
             "guests": points[0].get("guests"), "unit": unit, "len": points[0]["len"],
             "quiet_busy_share": [round(q, 4) for q in quiet],
             "date": time.strftime("%Y-%m-%d", time.gmtime()),
-            "module_commit": module_commit()}
+            "module_commit": module_commit(REPO)}
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump({"meta": meta, "points": results}, f, indent=1)
 
