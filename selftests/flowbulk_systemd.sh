@@ -62,13 +62,7 @@ boot_units_dir "$tmp/units" /lib/systemd/system/nftables.service \
 	/usr/lib/systemd/system/flowbulk.service
 
 # ---- boot
-start=$(date +%s%N)
-check "boot: systemd booted sysinit.target" boot_systemd_start "$tmp/units"
-echo "# systemd's boot took $((($(date +%s%N) - start) / 1000000)) ms"
-check "boot: nftables.service active" boot_systemctl is-active nftables.service
-check "boot: flowbulk.service active" boot_systemctl is-active flowbulk.service
-check "boot: flowbulk.service started after nftables.service was active" \
-	boot_order_ok nftables.service flowbulk.service
+boot_check_started "$tmp/units"
 check "boot: inet router ft attached, no command typed" boot_state_is attached inet router ft
 
 # ---- reload

@@ -223,13 +223,7 @@ boot_ruleset /etc/nftables.conf router nfbdeb0 nfbdeb1
 echo 'inet router ft' >>/etc/flowbulk/attach.conf
 systemctl enable nftables.service
 boot_units_dir "$tmp/units" "$nft_unit" "$unit"
-start=$(date +%s)
-check "boot: systemd booted sysinit.target" boot_systemd_start "$tmp/units"
-echo "# systemd's boot took $(($(date +%s) - start)) s"
-check "boot: nftables.service active" boot_systemctl is-active nftables.service
-check "boot: flowbulk.service active" boot_systemctl is-active flowbulk.service
-check "boot: flowbulk.service started after nftables.service was active" \
-	boot_order_ok nftables.service flowbulk.service
+boot_check_started "$tmp/units"
 check "boot: the module is loaded" nfb_module_loaded
 check "boot: inet router ft attached, no command typed" attached_ft
 traffic boot

@@ -208,3 +208,18 @@ boot_order_ok() {
 	echo "# $1 active at ${a} us, $2 started at ${b} us"
 	[ "${a:-0}" -gt 0 ] && [ "${b:-0}" -ge "$a" ]
 }
+
+# boot_check_started UNITS-DIR: boot systemd on UNITS-DIR (boot_units_dir)
+# and check what every boot test asserts first: systemd reached
+# sysinit.target, nftables.service and flowbulk.service are active, and
+# flowbulk.service started after nftables.service was.
+boot_check_started() {
+	local start
+	start=$(date +%s%N)
+	check "boot: systemd booted sysinit.target" boot_systemd_start "$1"
+	echo "# systemd's boot took $((($(date +%s%N) - start) / 1000000)) ms"
+	check "boot: nftables.service active" boot_systemctl is-active nftables.service
+	check "boot: flowbulk.service active" boot_systemctl is-active flowbulk.service
+	check "boot: flowbulk.service started after nftables.service was active" \
+		boot_order_ok nftables.service flowbulk.service
+}
