@@ -32,6 +32,8 @@
 #   make uninstall       remove what make install put there
 #   make install-module, install-userspace, uninstall-module,
 #     uninstall-userspace  one half of install / uninstall
+#   make install-service, uninstall-service  flowbulk.service, its helper
+#                        and /etc/flowbulk/attach.conf alone (enabled: not)
 #   make dkms            sources into /usr/src, dkms add + install for KVER
 #   make dkms-source     the sources into /usr/src only (no dkms add)
 #   make dkms-uninstall  dkms remove --all, sources out of /usr/src
