@@ -125,6 +125,46 @@ std::vector<Column> attachment_columns() {
           {"not_adjacent", "NOT ADJACENT"}};
 }
 
+// -e on attach and detach. The module echoes nothing and gives an
+// attachment no handle (family, table and flowtable name it), so what
+// changed is read from the module's own list: after an attach the
+// attachment as it now is, before a detach the one that goes.
+std::optional<Attachment> find_attachment(Invocation& invocation, const FlowtableRef& ref) {
+  try {
+    for (Attachment& attachment : open_module(invocation).list_attachments()) {
+      if (attachment.flowtable.family == ref.family && attachment.flowtable.table == ref.table &&
+          attachment.flowtable.flowtable == ref.flowtable) {
+        return std::move(attachment);
+      }
+    }
+  } catch (const Error& error) {
+    fail_with_context(error, "cannot list attachments");
+  }
+  return std::nullopt;
+}
+
+// "attach flowtable inet fw ft # state attached, priority -1, devices
+// eth0,eth1" (nft -e's "VERB KIND OBJECT # handle N"); JSON
+// {VERB: {"attachment": OBJECT}} as the attach list has it.
+void emit_attach_echo(const Invocation& invocation, const std::string& verb,
+                      const FlowtableRef& ref, const std::optional<Attachment>& attachment) {
+  Attachment shown;
+  shown.flowtable = ref;
+  if (attachment) {
+    shown = *attachment;
+  }
+  const Record record = attachment_record(shown);
+  if (invocation.options.json) {
+    emit_json(invocation,
+              Json{{"ok", true},
+                   {"echo", Json::array({Json{{verb, Json{{"attachment", record.object()}}}}})}});
+    return;
+  }
+  invocation.env.out << verb << " flowtable " << ref.to_string() << " # state "
+                     << record.cell("state") << ", priority " << record.cell("priority")
+                     << ", devices " << record.cell("devices") << "\n";
+}
+
 // ---- stats formatting -----------------------------------------------------
 
 // How many histogram buckets to show: every one the module has
@@ -390,6 +430,10 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
   } catch (const Error& error) {
     fail_with_context(error, "cannot attach flowtable " + ref.to_string());
   }
+  if (invocation.options.echo) {
+    emit_attach_echo(invocation, "attach", ref, find_attachment(invocation, ref));
+    return;
+  }
   emit_done(invocation);
 }
 
@@ -401,6 +445,12 @@ void do_detach(Invocation& invocation, Arguments& arguments) {
   }
   FlowtableRef ref = parse_flowtable_ref(arguments);
   arguments.expect_end();
+  // -e: the attachment as it was; none when it is not there (the detach
+  // then fails with ENOENT as without -e).
+  std::optional<Attachment> detached;
+  if (invocation.options.echo && invocation.env.module_loaded()) {
+    detached = find_attachment(invocation, ref);
+  }
   try {
     open_module(invocation).detach(ref);
   } catch (const KernelError& error) {
@@ -408,6 +458,10 @@ void do_detach(Invocation& invocation, Arguments& arguments) {
                       error.extack().empty() ? hint_for_detach_error(error.sys_errno()) : "");
   } catch (const Error& error) {
     fail_with_context(error, "cannot detach flowtable " + ref.to_string());
+  }
+  if (invocation.options.echo) {
+    emit_attach_echo(invocation, "detach", ref, detached);
+    return;
   }
   emit_done(invocation);
 }
