@@ -9,7 +9,8 @@
 # ingress is not taken (the attachment shows stale) until the early_ingress
 # file is loaded again, and gives way to a new attachment at
 # max_attachments; a file declaring it hook ingress detaches it. -c checks
-# in the kernel and changes nothing; -e prints the kernel's handles. An nft
+# in the kernel and changes nothing; -e prints the kernel's handles, and
+# on attach and detach the attachment with its state. An nft
 # JSON ruleset (nft -j -f)
 # loads the same way. `flowtable add ... hook
 # early_ingress` does the same in one command; `stats -j` agrees with
@@ -237,9 +238,24 @@ echoes_handles() {
 }
 check "-e offload add: the rule with the handle the kernel gave it" echoes_handles
 
-fb detach ip6 six f6
+# -e on the module's writes: the attachment as the module lists it, before
+# the detach and after the attach.
+echoes_detach() {
+	fb -e detach ip6 six f6 >"$tmp/out" &&
+		grep -qx "detach flowtable ip6 six f6 # state attached, priority 20, devices veth3" \
+			"$tmp/out"
+}
+check "-e detach: the attachment it removed, with its state" echoes_detach
 detached() { ! attached ip6 six f6 20 '["veth3"]'; }
 check "detach removes the attachment" detached
+echoes_attach() {
+	fb -j -e attach ip6 six f6 >"$tmp/out" &&
+		jq -e '(.echo | length) == 1 and (.echo[0].attach.attachment |
+			[.family, .table, .flowtable, .state, .priority, [.devices[].ifname]] ==
+			["ip6", "six", "f6", "attached", 20, ["veth3"]])' "$tmp/out" >/dev/null
+}
+check "-e -j attach: the attachment it made, attached at priority 20 on veth3" echoes_attach
+fb detach ip6 six f6
 
 check "stats -j totals equal /proc/net/stat/nf_flow_bulk" nfb_stats_agree "$ns"
 

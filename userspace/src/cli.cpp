@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "error.h"
+#include "output.h"
 #include "version.h"
 
 namespace flowbulk {
@@ -217,12 +218,10 @@ int run_flowbulk(const std::vector<std::string>& arguments, Environment& env) {
     dispatch(invocation, parsed.rest);
     return kExitOk;
   } catch (const Error& error) {
-    env.out.flush();
-    env.err << "Error: " << error.what() << '\n';
+    print_error(env, error.what());
     return error.exit_code();
   } catch (const std::exception& error) {
-    env.out.flush();
-    env.err << "Error: " << error.what() << '\n';
+    print_error(env, error.what());
     return kExitFailure;
   }
 }

@@ -15,7 +15,7 @@
 #include "nfb_client.h"
 #include "nft_client.h"
 #include "nft_commands.h"
-#include "text_table.h"
+#include "output.h"
 
 namespace flowbulk {
 
@@ -296,53 +296,28 @@ void flowtable_list(Invocation& invocation, Arguments& arguments) {
     }
     return flags;
   };
-  if (invocation.options.json) {
-    Json list = Json::array();
-    for (const auto& owned : flowtables) {
-      const nftnl_flowtable* flowtable = owned.get();
-      list.push_back(Json{
-          {"family", family_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_FAMILY))},
-          {"table", text_or_empty(nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_TABLE))},
-          {"name", text_or_empty(nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_NAME))},
-          {"handle", nftnl_flowtable_get_u64(flowtable, NFTNL_FLOWTABLE_HANDLE)},
-          {"hook", netdev_hook_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_HOOKNUM))},
-          {"prio", nftnl_flowtable_get_s32(flowtable, NFTNL_FLOWTABLE_PRIO)},
-          {"devices", devices_of(flowtable)},
-          {"flags", flags_of(flowtable)},
-          {"use", nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_USE)},
-      });
-    }
-    emit_json(invocation, Json{{"flowtables", list}});
-    return;
-  }
-  TextTable text({{"FAMILY"},
-                  {"TABLE"},
-                  {"NAME"},
-                  {"HOOK"},
-                  {"PRIORITY", TextTable::Align::kRight},
-                  {"DEVICES"},
-                  {"FLAGS"},
-                  {"HANDLE", TextTable::Align::kRight}});
-  auto join = [](const std::vector<std::string>& words) {
-    std::string joined;
-    for (const std::string& word : words) {
-      joined += (joined.empty() ? "" : ",") + word;
-    }
-    return joined.empty() ? std::string("-") : joined;
-  };
+  RecordList list({{"family", "FAMILY"},
+                   {"table", "TABLE"},
+                   {"name", "NAME"},
+                   {"hook", "HOOK"},
+                   {"prio", "PRIORITY", TextTable::Align::kRight},
+                   {"devices", "DEVICES"},
+                   {"flags", "FLAGS"},
+                   {"handle", "HANDLE", TextTable::Align::kRight}});
   for (const auto& owned : flowtables) {
     const nftnl_flowtable* flowtable = owned.get();
-    text.add_row({family_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_FAMILY)),
-                  text_or_empty(nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_TABLE)),
-                  text_or_empty(nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_NAME)),
-                  netdev_hook_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_HOOKNUM)),
-                  std::to_string(nftnl_flowtable_get_s32(flowtable, NFTNL_FLOWTABLE_PRIO)),
-                  join(devices_of(flowtable)), join(flags_of(flowtable)),
-                  std::to_string(nftnl_flowtable_get_u64(flowtable, NFTNL_FLOWTABLE_HANDLE))});
+    list.add()
+        .any("family", family_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_FAMILY)))
+        .any("table", text_or_empty(nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_TABLE)))
+        .any("name", text_or_empty(nftnl_flowtable_get_str(flowtable, NFTNL_FLOWTABLE_NAME)))
+        .any("handle", nftnl_flowtable_get_u64(flowtable, NFTNL_FLOWTABLE_HANDLE))
+        .any("hook", netdev_hook_name(nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_HOOKNUM)))
+        .any("prio", nftnl_flowtable_get_s32(flowtable, NFTNL_FLOWTABLE_PRIO))
+        .any("devices", devices_of(flowtable))
+        .any("flags", flags_of(flowtable))
+        .json("use", nftnl_flowtable_get_u32(flowtable, NFTNL_FLOWTABLE_USE));
   }
-  if (!text.empty()) {
-    text.print(invocation.env.out);
-  }
+  print_list(invocation, "flowtables", list);
 }
 
 }  // namespace

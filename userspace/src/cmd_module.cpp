@@ -14,7 +14,7 @@
 #include "error.h"
 #include "names.h"
 #include "nfb_client.h"
-#include "text_table.h"
+#include "output.h"
 
 namespace flowbulk {
 
@@ -81,6 +81,88 @@ Json attach_state_json(const std::optional<uint8_t>& state) {
     return Json(attach_state_name(*state));
   }
   return Json(*state);
+}
+
+// An attachment's fields, for `attach list` and for -e on attach and
+// detach. NOT ADJACENT: the devices where another hook sits between the
+// module's and the flowtable's, so the module takes nothing there.
+Record attachment_record(const Attachment& attachment) {
+  auto optional_json = [](const auto& value) { return value ? Json(*value) : Json(); };
+  Json devices = Json::array();
+  std::vector<std::string> names;
+  std::vector<std::string> not_adjacent;
+  for (const AttachedDevice& device : attachment.devices) {
+    devices.push_back(Json{{"ifindex", device.ifindex},
+                           {"ifname", device.ifname},
+                           {"adjacent", optional_json(device.adjacent)},
+                           {"checks", optional_json(device.checks)}});
+    names.push_back(device.ifname);
+    if (device.adjacent.has_value() && !*device.adjacent) {
+      not_adjacent.push_back(device.ifname);
+    }
+  }
+  Record record;
+  record.any("family", family_name(attachment.flowtable.family))
+      .any("table", attachment.flowtable.table)
+      .any("flowtable", attachment.flowtable.flowtable)
+      .any("priority", optional_json(attachment.flowtable_priority))
+      .any("scans", optional_json(attachment.scans))
+      .any("state", attach_state_json(attachment.state),
+           attachment.state ? attach_state_name(*attachment.state) : "-")
+      .any("devices", devices, text_of(Json(names)))
+      .text("not_adjacent", text_of(Json(not_adjacent)));
+  return record;
+}
+
+std::vector<Column> attachment_columns() {
+  return {{"family", "FAMILY"},
+          {"table", "TABLE"},
+          {"flowtable", "FLOWTABLE"},
+          {"state", "STATE"},
+          {"priority", "PRIORITY", TextTable::Align::kRight},
+          {"scans", "SCANS", TextTable::Align::kRight},
+          {"devices", "DEVICES"},
+          {"not_adjacent", "NOT ADJACENT"}};
+}
+
+// -e on attach and detach. The module echoes nothing and gives an
+// attachment no handle (family, table and flowtable name it), so what
+// changed is read from the module's own list: after an attach the
+// attachment as it now is, before a detach the one that goes.
+std::optional<Attachment> find_attachment(Invocation& invocation, const FlowtableRef& ref) {
+  try {
+    for (Attachment& attachment : open_module(invocation).list_attachments()) {
+      if (attachment.flowtable.family == ref.family && attachment.flowtable.table == ref.table &&
+          attachment.flowtable.flowtable == ref.flowtable) {
+        return std::move(attachment);
+      }
+    }
+  } catch (const Error& error) {
+    fail_with_context(error, "cannot list attachments");
+  }
+  return std::nullopt;
+}
+
+// "attach flowtable inet fw ft # state attached, priority -1, devices
+// eth0,eth1" (nft -e's "VERB KIND OBJECT # handle N"); JSON
+// {VERB: {"attachment": OBJECT}} as the attach list has it.
+void emit_attach_echo(const Invocation& invocation, const std::string& verb,
+                      const FlowtableRef& ref, const std::optional<Attachment>& attachment) {
+  Attachment shown;
+  shown.flowtable = ref;
+  if (attachment) {
+    shown = *attachment;
+  }
+  const Record record = attachment_record(shown);
+  if (invocation.options.json) {
+    emit_json(invocation,
+              Json{{"ok", true},
+                   {"echo", Json::array({Json{{verb, Json{{"attachment", record.object()}}}}})}});
+    return;
+  }
+  invocation.env.out << verb << " flowtable " << ref.to_string() << " # state "
+                     << record.cell("state") << ", priority " << record.cell("priority")
+                     << ", devices " << record.cell("devices") << "\n";
 }
 
 // ---- stats formatting -----------------------------------------------------
@@ -163,22 +245,6 @@ Json histogram_json(const std::vector<uint64_t>& histogram) {
   return list;
 }
 
-Json stats_json(const CpuStats& stats) {
-  return Json{
-      {"packets", stats.packets},
-      {"bulks", stats.bulks},
-      {"declined", sum(stats.decline)},
-      {"fallback", sum(stats.fallback)},
-      {"dropped", sum(stats.drop)},
-      {"histogram", histogram_json(stats.histogram)},
-      {"decline", counters_json(stats.decline, decline_reason_names(), "reason")},
-      {"fallbacks", counters_json(stats.fallback, fallback_reason_names(), "reason")},
-      {"drops", counters_json(stats.drop, drop_reason_names(), "reason")},
-      {"taken_encap", counters_json(stats.taken_encap, encap_names(), "encap")},
-      {"taken_xmit", counters_json(stats.taken_xmit, xmit_type_names(), "xmit")},
-  };
-}
-
 // "miss 50, ttl 6": only the reasons that happened.
 std::string nonzero_reasons_text(const std::vector<uint64_t>& counters,
                                  std::span<const std::string_view> names) {
@@ -192,65 +258,89 @@ std::string nonzero_reasons_text(const std::vector<uint64_t>& counters,
   return text;
 }
 
-void print_stats_text(std::ostream& out, const std::vector<CpuStats>& per_cpu, int detail) {
-  const CpuStats total = total_stats(per_cpu);
-  TextTable summary({{"COUNTER"}, {"VALUE", TextTable::Align::kRight}, {"DETAIL"}});
+// The counters of one CPU or of all: in text a summary's rows (the total,
+// with the reasons that happened as detail) or a row of the per-CPU table.
+void stats_fields(Record& record, const CpuStats& stats) {
   // "encap: none 30, vlan 30; xmit: neigh 60": how the taken packets came
   // in and went out.
   std::string taken;
   for (const auto& [label, counters, names] :
-       {std::tuple{"encap: ", &total.taken_encap, encap_names()},
-        std::tuple{"xmit: ", &total.taken_xmit, xmit_type_names()}}) {
+       {std::tuple{"encap: ", &stats.taken_encap, encap_names()},
+        std::tuple{"xmit: ", &stats.taken_xmit, xmit_type_names()}}) {
     const std::string text = nonzero_reasons_text(*counters, names);
     if (!text.empty()) {
       taken += (taken.empty() ? "" : "; ") + std::string(label) + text;
     }
   }
-  summary.add_row({"packets", std::to_string(total.packets), taken});
-  summary.add_row({"bulks", std::to_string(total.bulks),
-                   "mean " + mean_bulk_text(total.packets, total.bulks) + " packets per bulk"});
-  summary.add_row({"declined", std::to_string(sum(total.decline)),
-                   nonzero_reasons_text(total.decline, decline_reason_names())});
-  summary.add_row({"fallback", std::to_string(sum(total.fallback)),
-                   nonzero_reasons_text(total.fallback, fallback_reason_names())});
-  summary.add_row({"dropped", std::to_string(sum(total.drop)),
-                   nonzero_reasons_text(total.drop, drop_reason_names())});
-  summary.print(out);
-  if (detail >= 1) {
-    out << '\n';
-    TextTable cpus({{"CPU"},
-                    {"PACKETS", TextTable::Align::kRight},
-                    {"BULKS", TextTable::Align::kRight},
-                    {"MEAN", TextTable::Align::kRight},
-                    {"DECLINED", TextTable::Align::kRight},
-                    {"FALLBACK", TextTable::Align::kRight},
-                    {"DROPPED", TextTable::Align::kRight}});
-    for (const CpuStats& cpu : per_cpu) {
-      cpus.add_row({std::to_string(cpu.cpu), std::to_string(cpu.packets), std::to_string(cpu.bulks),
-                    mean_bulk_text(cpu.packets, cpu.bulks), std::to_string(sum(cpu.decline)),
-                    std::to_string(sum(cpu.fallback)), std::to_string(sum(cpu.drop))});
-    }
-    cpus.print(out);
+  record.any("packets", stats.packets)
+      .detail("packets", taken)
+      .any("bulks", stats.bulks)
+      .detail("bulks", "mean " + mean_bulk_text(stats.packets, stats.bulks) + " packets per bulk")
+      .text("mean", mean_bulk_text(stats.packets, stats.bulks))
+      .any("declined", sum(stats.decline))
+      .detail("declined", nonzero_reasons_text(stats.decline, decline_reason_names()))
+      .any("fallback", sum(stats.fallback))
+      .detail("fallback", nonzero_reasons_text(stats.fallback, fallback_reason_names()))
+      .any("dropped", sum(stats.drop))
+      .detail("dropped", nonzero_reasons_text(stats.drop, drop_reason_names()))
+      .json("histogram", histogram_json(stats.histogram))
+      .json("decline", counters_json(stats.decline, decline_reason_names(), "reason"))
+      .json("fallbacks", counters_json(stats.fallback, fallback_reason_names(), "reason"))
+      .json("drops", counters_json(stats.drop, drop_reason_names(), "reason"))
+      .json("taken_encap", counters_json(stats.taken_encap, encap_names(), "encap"))
+      .json("taken_xmit", counters_json(stats.taken_xmit, xmit_type_names(), "xmit"));
+}
+
+// The histogram of every CPU side by side: text only (-s -s); JSON has
+// each CPU's own histogram in its record.
+void print_histogram_text(std::ostream& out, const CpuStats& total,
+                          const std::vector<CpuStats>& per_cpu) {
+  std::vector<TextTable::Column> columns = {{"BULK SIZE"}, {"TOTAL", TextTable::Align::kRight}};
+  for (const CpuStats& cpu : per_cpu) {
+    columns.push_back({"CPU" + std::to_string(cpu.cpu), TextTable::Align::kRight});
   }
-  if (detail >= 2) {
-    out << '\n';
-    std::vector<TextTable::Column> columns = {{"BULK SIZE"}, {"TOTAL", TextTable::Align::kRight}};
+  TextTable histogram(columns);
+  const size_t buckets = histogram_buckets(total.histogram);
+  for (size_t bucket = 0; bucket < buckets; ++bucket) {
+    auto at = [bucket](const CpuStats& stats) {
+      return std::to_string(bucket < stats.histogram.size() ? stats.histogram[bucket] : 0);
+    };
+    std::vector<std::string> row = {histogram_bucket_label(bucket, buckets), at(total)};
     for (const CpuStats& cpu : per_cpu) {
-      columns.push_back({"CPU" + std::to_string(cpu.cpu), TextTable::Align::kRight});
+      row.push_back(at(cpu));
     }
-    TextTable histogram(columns);
-    const size_t buckets = histogram_buckets(total.histogram);
-    for (size_t bucket = 0; bucket < buckets; ++bucket) {
-      auto at = [bucket](const CpuStats& stats) {
-        return std::to_string(bucket < stats.histogram.size() ? stats.histogram[bucket] : 0);
-      };
-      std::vector<std::string> row = {histogram_bucket_label(bucket, buckets), at(total)};
-      for (const CpuStats& cpu : per_cpu) {
-        row.push_back(at(cpu));
-      }
-      histogram.add_row(row);
-    }
-    histogram.print(out);
+    histogram.add_row(row);
+  }
+  histogram.print(out);
+}
+
+void print_stats(const Invocation& invocation, const std::vector<CpuStats>& per_cpu) {
+  const CpuStats total_counters = total_stats(per_cpu);
+  Record total;
+  stats_fields(total, total_counters);
+  RecordList cpus({{"cpu", "CPU"},
+                   {"packets", "PACKETS", TextTable::Align::kRight},
+                   {"bulks", "BULKS", TextTable::Align::kRight},
+                   {"mean", "MEAN", TextTable::Align::kRight},
+                   {"declined", "DECLINED", TextTable::Align::kRight},
+                   {"fallback", "FALLBACK", TextTable::Align::kRight},
+                   {"dropped", "DROPPED", TextTable::Align::kRight}});
+  for (const CpuStats& cpu : per_cpu) {
+    stats_fields(cpus.add().any("cpu", cpu.cpu), cpu);
+  }
+  if (invocation.options.json) {
+    emit_json(invocation, Json{{"stats", Json{{"total", total.object()}, {"cpus", cpus.json()}}}});
+    return;
+  }
+  std::ostream& out = invocation.env.out;
+  total.print_vertical(out, {{"COUNTER"}, {"VALUE", TextTable::Align::kRight}, {"DETAIL"}});
+  if (invocation.options.detail >= 1) {
+    out << '\n';
+    cpus.print_text(out);
+  }
+  if (invocation.options.detail >= 2) {
+    out << '\n';
+    print_histogram_text(out, total_counters, per_cpu);
   }
 }
 
@@ -310,62 +400,15 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
         fail_with_context(error, "cannot list attachments");
       }
     }
-    if (invocation.options.json) {
-      Json list = Json::array();
-      for (const Attachment& attachment : attachments) {
-        Json entry = flowtable_ref_json(attachment.flowtable);
-        entry["priority"] =
-            attachment.flowtable_priority ? Json(*attachment.flowtable_priority) : Json();
-        entry["scans"] = attachment.scans ? Json(*attachment.scans) : Json();
-        entry["state"] = attach_state_json(attachment.state);
-        Json devices = Json::array();
-        for (const AttachedDevice& device : attachment.devices) {
-          devices.push_back(Json{{"ifindex", device.ifindex},
-                                 {"ifname", device.ifname},
-                                 {"adjacent", device.adjacent ? Json(*device.adjacent) : Json()},
-                                 {"checks", device.checks ? Json(*device.checks) : Json()}});
-        }
-        entry["devices"] = devices;
-        list.push_back(entry);
-      }
-      emit_json(invocation, Json{{"module_loaded", loaded}, {"attachments", list}});
-      return;
-    }
-    if (!loaded) {
+    if (!loaded && !invocation.options.json) {
       invocation.env.out << "module not loaded: no attachments\n";
       return;
     }
-    // NOT ADJACENT: the devices where another hook sits between the
-    // module's and the flowtable's, so the module takes nothing there.
-    TextTable table({{"FAMILY"},
-                     {"TABLE"},
-                     {"FLOWTABLE"},
-                     {"STATE"},
-                     {"PRIORITY", TextTable::Align::kRight},
-                     {"SCANS", TextTable::Align::kRight},
-                     {"DEVICES"},
-                     {"NOT ADJACENT"}});
+    RecordList list(attachment_columns());
     for (const Attachment& attachment : attachments) {
-      std::string devices;
-      std::string not_adjacent;
-      for (const AttachedDevice& device : attachment.devices) {
-        devices += (devices.empty() ? "" : ",") + device.ifname;
-        if (device.adjacent.has_value() && !*device.adjacent) {
-          not_adjacent += (not_adjacent.empty() ? "" : ",") + device.ifname;
-        }
-      }
-      auto optional_text = [](const auto& value) {
-        return value ? std::to_string(*value) : std::string("-");
-      };
-      table.add_row({family_name(attachment.flowtable.family), attachment.flowtable.table,
-                     attachment.flowtable.flowtable,
-                     attachment.state ? attach_state_name(*attachment.state) : "-",
-                     optional_text(attachment.flowtable_priority), optional_text(attachment.scans),
-                     devices.empty() ? "-" : devices, not_adjacent.empty() ? "-" : not_adjacent});
+      list.add() = attachment_record(attachment);
     }
-    if (!table.empty()) {
-      table.print(invocation.env.out);
-    }
+    print_list(invocation, "attachments", list, Json{{"module_loaded", loaded}});
     return;
   }
   if (!family_from_name(first) && abbreviates(first, "help")) {
@@ -387,6 +430,10 @@ void do_attach(Invocation& invocation, Arguments& arguments) {
   } catch (const Error& error) {
     fail_with_context(error, "cannot attach flowtable " + ref.to_string());
   }
+  if (invocation.options.echo) {
+    emit_attach_echo(invocation, "attach", ref, find_attachment(invocation, ref));
+    return;
+  }
   emit_done(invocation);
 }
 
@@ -398,6 +445,12 @@ void do_detach(Invocation& invocation, Arguments& arguments) {
   }
   FlowtableRef ref = parse_flowtable_ref(arguments);
   arguments.expect_end();
+  // -e: the attachment as it was; none when it is not there (the detach
+  // then fails with ENOENT as without -e).
+  std::optional<Attachment> detached;
+  if (invocation.options.echo && invocation.env.module_loaded()) {
+    detached = find_attachment(invocation, ref);
+  }
   try {
     open_module(invocation).detach(ref);
   } catch (const KernelError& error) {
@@ -405,6 +458,10 @@ void do_detach(Invocation& invocation, Arguments& arguments) {
                       error.extack().empty() ? hint_for_detach_error(error.sys_errno()) : "");
   } catch (const Error& error) {
     fail_with_context(error, "cannot detach flowtable " + ref.to_string());
+  }
+  if (invocation.options.echo) {
+    emit_attach_echo(invocation, "detach", ref, detached);
+    return;
   }
   emit_done(invocation);
 }
@@ -438,21 +495,7 @@ void do_stats(Invocation& invocation, Arguments& arguments) {
   } catch (const Error& error) {
     fail_with_context(error, "cannot read statistics");
   }
-  if (invocation.options.json) {
-    Json cpus = Json::array();
-    for (const CpuStats& cpu : per_cpu) {
-      Json entry{{"cpu", cpu.cpu}};
-      const Json counters = stats_json(cpu);
-      for (const auto& [key, value] : counters.items()) {
-        entry[key] = value;
-      }
-      cpus.push_back(entry);
-    }
-    emit_json(invocation,
-              Json{{"stats", Json{{"total", stats_json(total_stats(per_cpu))}, {"cpus", cpus}}}});
-    return;
-  }
-  print_stats_text(invocation.env.out, per_cpu, invocation.options.detail);
+  print_stats(invocation, per_cpu);
 }
 
 void do_monitor(Invocation& invocation, Arguments& arguments) {

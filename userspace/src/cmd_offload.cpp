@@ -18,7 +18,7 @@
 #include "nft_client.h"
 #include "nft_commands.h"
 #include "offload_plan.h"
-#include "text_table.h"
+#include "output.h"
 
 namespace flowbulk {
 
@@ -63,17 +63,24 @@ std::string offload_proto_column(const OffloadRule& rule) {
          offload_proto_text(rule);
 }
 
+// An offload rule's fields, for its JSON and its row in `offload list`.
+Record offload_rule_record(const OffloadRule& rule) {
+  Record record;
+  record.any("family", family_name(rule.family))
+      .any("table", rule.table)
+      .any("chain", rule.chain)
+      .any("handle", rule.handle)
+      .any("flowtable", rule.flowtable)
+      .any("proto", offload_proto_text(rule), offload_proto_column(rule))
+      .json("nfproto", ip_version_text(rule.ip_version))
+      .any("counter", rule.counter)
+      .any("comment", rule.comment.empty() ? Json() : Json(rule.comment))
+      .json("flowbulk", rule.marked());
+  return record;
+}
+
 Json offload_rule_json(const OffloadRule& rule) {
-  return Json{{"family", family_name(rule.family)},
-              {"table", rule.table},
-              {"chain", rule.chain},
-              {"handle", rule.handle},
-              {"flowtable", rule.flowtable},
-              {"proto", offload_proto_text(rule)},
-              {"nfproto", ip_version_text(rule.ip_version)},
-              {"counter", rule.counter},
-              {"comment", rule.comment.empty() ? Json() : Json(rule.comment)},
-              {"flowbulk", rule.marked()}};
+  return offload_rule_record(rule).object();
 }
 
 // `proto`, `counter`, `chain`, `position` after FAMILY TABLE FLOWTABLE.
@@ -429,30 +436,18 @@ void offload_list(Invocation& invocation, Arguments& arguments) {
   if (!table.empty() && rules.empty()) {
     require_table(invocation, *family, table, "cannot list offload rules");
   }
-  if (invocation.options.json) {
-    Json list = Json::array();
-    for (const OffloadRule& rule : rules) {
-      list.push_back(offload_rule_json(rule));
-    }
-    emit_json(invocation, Json{{"offloads", list}});
-    return;
-  }
-  TextTable text({{"FAMILY"},
-                  {"TABLE"},
-                  {"CHAIN"},
-                  {"PROTO"},
-                  {"FLOWTABLE"},
-                  {"COUNTER"},
-                  {"HANDLE", TextTable::Align::kRight},
-                  {"COMMENT"}});
+  RecordList list({{"family", "FAMILY"},
+                   {"table", "TABLE"},
+                   {"chain", "CHAIN"},
+                   {"proto", "PROTO"},
+                   {"flowtable", "FLOWTABLE"},
+                   {"counter", "COUNTER"},
+                   {"handle", "HANDLE", TextTable::Align::kRight},
+                   {"comment", "COMMENT"}});
   for (const OffloadRule& rule : rules) {
-    text.add_row({family_name(rule.family), rule.table, rule.chain, offload_proto_column(rule),
-                  rule.flowtable, rule.counter ? "yes" : "no", std::to_string(rule.handle),
-                  rule.comment.empty() ? "-" : rule.comment});
+    list.add() = offload_rule_record(rule);
   }
-  if (!text.empty()) {
-    text.print(invocation.env.out);
-  }
+  print_list(invocation, "offloads", list);
 }
 
 // The offload rules `offload delete` removes, as the ruleset is now.

@@ -9,7 +9,7 @@
 #include "nfb_client.h"
 #include "nft_client.h"
 #include "nft_commands.h"
-#include "text_table.h"
+#include "output.h"
 
 namespace flowbulk {
 
@@ -102,33 +102,21 @@ void table_list(Invocation& invocation, Arguments& arguments) {
       throw Error("cannot list table " + table_text(*family, *name) + ": no such table", ENOENT);
     }
   }
-  if (invocation.options.json) {
-    Json list = Json::array();
-    for (const auto& table : tables) {
-      list.push_back(Json{
-          {"family", family_name(nftnl_table_get_u32(table.get(), NFTNL_TABLE_FAMILY))},
-          {"name", text_or_empty(nftnl_table_get_str(table.get(), NFTNL_TABLE_NAME))},
-          {"handle", nftnl_table_get_u64(table.get(), NFTNL_TABLE_HANDLE)},
-          {"use", nftnl_table_get_u32(table.get(), NFTNL_TABLE_USE)},
-          {"flags", table_flag_names(nftnl_table_get_u32(table.get(), NFTNL_TABLE_FLAGS))},
-      });
-    }
-    emit_json(invocation, Json{{"tables", list}});
-    return;
+  // OBJECTS: the kernel's use count, what the table holds.
+  RecordList list({{"family", "FAMILY"},
+                   {"name", "NAME"},
+                   {"handle", "HANDLE", TextTable::Align::kRight},
+                   {"use", "OBJECTS", TextTable::Align::kRight}});
+  for (const auto& owned : tables) {
+    const nftnl_table* table = owned.get();
+    list.add()
+        .any("family", family_name(nftnl_table_get_u32(table, NFTNL_TABLE_FAMILY)))
+        .any("name", text_or_empty(nftnl_table_get_str(table, NFTNL_TABLE_NAME)))
+        .any("handle", nftnl_table_get_u64(table, NFTNL_TABLE_HANDLE))
+        .any("use", nftnl_table_get_u32(table, NFTNL_TABLE_USE))
+        .json("flags", table_flag_names(nftnl_table_get_u32(table, NFTNL_TABLE_FLAGS)));
   }
-  TextTable text({{"FAMILY"},
-                  {"NAME"},
-                  {"HANDLE", TextTable::Align::kRight},
-                  {"OBJECTS", TextTable::Align::kRight}});
-  for (const auto& table : tables) {
-    text.add_row({family_name(nftnl_table_get_u32(table.get(), NFTNL_TABLE_FAMILY)),
-                  text_or_empty(nftnl_table_get_str(table.get(), NFTNL_TABLE_NAME)),
-                  std::to_string(nftnl_table_get_u64(table.get(), NFTNL_TABLE_HANDLE)),
-                  std::to_string(nftnl_table_get_u32(table.get(), NFTNL_TABLE_USE))});
-  }
-  if (!text.empty()) {
-    text.print(invocation.env.out);
-  }
+  print_list(invocation, "tables", list);
 }
 
 }  // namespace

@@ -98,6 +98,65 @@ TEST_F(CliTest, AttachJsonPrintsEnvelope) {
   EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "ok": true})"));
 }
 
+// -e: the attach is sent first, then the module's list is read for the
+// attachment it made; one the list does not have (detached in between)
+// is still named, with no state.
+TEST_F(CliTest, AttachEchoReadsTheAttachmentAfterTheAttach) {
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(ack_all());
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(dump_reply([](const nlmsghdr& request) {
+    return std::vector<Datagram>{
+        attachment_message(request, "fw", "ft", -1, {{2, "eth0"}}, 0, NFB_ATTACH_WAITING)};
+  }));
+  EXPECT_EQ(run({"-e", "attach", "ip", "fw", "ft"}), kExitOk) << err();
+  EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_ATTACH);
+  EXPECT_EQ(genl_command(genl().sent().at(3)), NFB_CMD_GET_ATTACH);
+  EXPECT_EQ(out(), "attach flowtable ip fw ft # state waiting, priority -1, devices eth0\n");
+  EXPECT_TRUE(genl().exhausted());
+
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(ack_all());
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
+  EXPECT_EQ(run({"-j", "-e", "attach", "ip", "fw", "ft"}), kExitOk) << err();
+  EXPECT_EQ(Json::parse(out())["echo"][0]["attach"]["attachment"]["state"], Json());
+  EXPECT_EQ(Json::parse(out())["echo"][0]["attach"]["attachment"]["table"], "fw");
+}
+
+// -e detach reads the attachment before the detach; a failed detach
+// prints no echo; with the module not loaded nothing is read (no
+// autoload for the echo) and the detach's own error stands.
+TEST_F(CliTest, DetachEchoReadsTheAttachmentBeforeTheDetach) {
+  module_loaded_ = true;
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(dump_reply([](const nlmsghdr& request) {
+    return std::vector<Datagram>{
+        attachment_message(request, "fw", "ft", -10, {{2, "eth0"}}, 1, NFB_ATTACH_STALE)};
+  }));
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(ack_all());
+  EXPECT_EQ(run({"-e", "detach", "ip", "fw", "ft"}), kExitOk) << err();
+  EXPECT_EQ(genl_command(genl().sent().at(1)), NFB_CMD_GET_ATTACH);
+  EXPECT_EQ(genl_command(genl().sent().at(3)), NFB_CMD_DETACH);
+  EXPECT_EQ(out(), "detach flowtable ip fw ft # state stale, priority -10, devices eth0\n");
+
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(dump_reply([](const nlmsghdr&) { return std::vector<Datagram>{}; }));
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(fail_message(0, ENOENT));
+  EXPECT_EQ(run({"-e", "detach", "ip", "fw", "ft"}), kExitFailure);
+  EXPECT_TRUE(out().empty()) << out();
+  EXPECT_NE(err().find("not attached"), std::string::npos) << err();
+
+  module_loaded_ = false;
+  genl().expect(resolve_family(kFakeFamilyId));
+  genl().expect(fail_message(0, ENOENT));
+  EXPECT_EQ(run({"-e", "detach", "ip", "fw", "ft"}), kExitFailure);
+  EXPECT_EQ(genl_command(genl().sent().back()), NFB_CMD_DETACH);
+  EXPECT_TRUE(genl().exhausted());
+}
+
 TEST_F(CliTest, AttachKernelErrorShowsExtackAndErrno) {
   genl().expect(resolve_family(kFakeFamilyId));
   genl().expect(fail_message(0, ENOENT, "flowtable inet fw ft not found"));

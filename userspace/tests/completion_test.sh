@@ -89,4 +89,7 @@ expect "flowbulk --e" "--echo"
 expect "flowbulk --c" "--check"
 expect "flowbulk -e -c offload " "add delete list show help"
 expect "flowbulk -c -e flowtable add inet " "fw nat"
+# -e on the module's writes: attach and detach complete as without it.
+expect "flowbulk -e attach " "list show ip ip6 inet help"
+expect "flowbulk -e detach inet fw " "ft ft2"
 exit "$status"

@@ -135,6 +135,37 @@ TEST_F(GoldenTest, Attachments) {
   expect_golden("attach-list-unloaded.txt", {"attach", "list"});
 }
 
+// -e on attach and detach: the attachment as the module lists it, after
+// the attach and before the detach.
+TEST_F(GoldenTest, AttachDetachEcho) {
+  module_loaded_ = true;
+  auto script_echo = [this](bool attach_first) {
+    genl().expect(resolve_family(kFakeFamilyId));
+    if (attach_first) {
+      genl().expect(ack_all());
+      genl().expect(resolve_family(kFakeFamilyId));
+    }
+    genl().expect(dump_reply([](const nlmsghdr& request) {
+      return std::vector<Datagram>{
+          attachment_message(request, "t2", "f2", 5, {{4, "eth2"}}),
+          attachment_message(request, "fw", "ft", -10, {{2, "eth0", 1, 0}, {3, "eth1", 0, 7}}, 3,
+                             NFB_ATTACH_ATTACHED)};
+    }));
+    if (!attach_first) {
+      genl().expect(resolve_family(kFakeFamilyId));
+      genl().expect(ack_all());
+    }
+  };
+  script_echo(true);
+  expect_golden("attach-echo.json", {"-j", "-e", "attach", "ip", "fw", "ft"});
+  script_echo(true);
+  expect_golden("attach-echo.txt", {"-e", "attach", "ip", "fw", "ft"});
+  script_echo(false);
+  expect_golden("detach-echo.json", {"-j", "-e", "detach", "ip", "fw", "ft"});
+  script_echo(false);
+  expect_golden("detach-echo.txt", {"-e", "detach", "ip", "fw", "ft"});
+}
+
 TEST_F(GoldenTest, Stats) {
   module_loaded_ = true;
   script_stats(true, 1);

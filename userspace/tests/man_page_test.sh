@@ -25,6 +25,10 @@ for command in "offload delete" "offload list" "position" "When an attach fails"
 	"-e, -echo, --echo" "-c, -check, --check" "-n NETNS" "nothing would change" "show"; do
 	expect "documents $command" grep -qi -e "$command" <<<"$text"
 done
+# -e on the module's commands; the text as one line, whatever man's
+# justification made of its spaces.
+flat=$(tr -s ' \n\t' '   ' <<<"$text")
+expect "documents -e attach" grep -qF "attach flowtable inet fw ft # state attached" <<<"$flat"
 # EXIT STATUS names every code main() returns (error.h: 0, 1, 2, 3).
 status_section=$(sed -n '/^EXIT STATUS/,/^[A-Z]/p' <<<"$text")
 for code in 0 1 2 3; do
