@@ -3,7 +3,8 @@
 """Traffic for nfb_encap.sh.
 
   nfb_encap.py recv ADDR PORT OUT     receive a numbered stream, echo probes;
-                                      on the end marker write a JSON verdict
+                                      once bound, create OUT.ready; on the
+                                      end marker write a JSON verdict
                                       {"got", "in_order", "intact"} to OUT
   nfb_encap.py probe SRC DST PORT [SPORT]   until one probe is echoed
   nfb_encap.py send SRC DST PORT N [SPORT]  probe, then N datagrams, paced,
@@ -54,6 +55,7 @@ def recv(addr, port, out):
     s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE
     s.bind((addr, int(port)))
     s.settimeout(120)
+    open(out + ".ready", "w").close()
     seqs, intact = [], True
     while True:
         d, peer = s.recvfrom(4096)
