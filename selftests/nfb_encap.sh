@@ -149,7 +149,7 @@ cap_start() {
 	ip netns exec "$1" tcpdump -i "$2" -nn -U -B 8192 -w "$FP_TMP/cap.pcap" \
 		"greater 500 or (udp and not port 53)" 2>"$FP_TMP/cap.err" &
 	CAP_PID=$!
-	busywait 30000 grep -q "listening on" "$FP_TMP/cap.err"
+	busywait 30000 nfb_file_has "$FP_TMP/cap.err" "listening on"
 }
 
 # cap_stop [N]: stop the capture, once it holds N data packets when N is
@@ -183,7 +183,7 @@ tap_start() {
 	ip netns exec "$R" tcpdump -i "$1" -Q out -nn -U -B 8192 \
 		-w "$FP_TMP/tap.pcap" 2>"$FP_TMP/tap.err" &
 	TAP_PID=$!
-	busywait 30000 grep -q "listening on" "$FP_TMP/tap.err"
+	busywait 30000 nfb_file_has "$FP_TMP/tap.err" "listening on"
 }
 
 tap_stop() {

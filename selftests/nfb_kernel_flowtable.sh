@@ -17,7 +17,10 @@
 # The kernel's script is run unmodified but for what TCG needs:
 #   6.1   (tools/testing/selftests/netfilter): its files are 8 to 136 MiB and
 #         each transfer gets a fixed 3 s: the files are cut to 0.25 to
-#         1.25 MiB (two lines of make_file, by sed, on a copy);
+#         1.25 MiB (two lines of make_file, by sed, on a copy); the
+#         transfer's fixed waits (1 s for the listener, 3 s before both
+#         ends are killed) end as soon as the listener listens and both
+#         files have arrived whole, under the same deadlines;
 #   6.12  (tools/testing/selftests/net/netfilter): given its default MTUs and
 #         a 512 KiB file on the command line, so that it skips its second
 #         run with random MTUs and up to 64 MB.
@@ -83,6 +86,20 @@ if [ "$series" = 6.1 ]; then
 	if grep -q '1024 \* 128\|1024 \* 8)' "$tmp/$dir/nft_flowtable.sh" ||
 		! grep -q 'SIZE + 256))$' "$tmp/$dir/nft_flowtable.sh"; then
 		log_fail "the 6.1 script's make_file is not as expected: cannot cut its sizes"
+		exit "$ksft_fail"
+	fi
+	# Each transfer waits a fixed 1 s for its listener, then a fixed 3 s
+	# before it kills both ends (openbsd nc closes on neither side's EOF),
+	# sized for the 136 MiB: 40 s of each run. The same deadlines, left as
+	# soon as the listener listens and both received files have the sent
+	# file's size; what is compared (cmp) and counted is unchanged.
+	# shellcheck disable=SC2016 # the script's own variables, literally
+	sed -i -e 's/^\tsleep 1$/\ttimeout 1 sh -c '\''until ip netns exec "$0" ss -lnt | grep -q ":12345 "; do sleep 0.1; done'\'' "$nsb" || true/' \
+		-e 's/^\tsleep 3$/\ttimeout 3 sh -c '\''until [ "$(stat -c %s "$1")" = "$(stat -c %s "$0")" ] \&\& [ "$(stat -c %s "$2")" = "$(stat -c %s "$0")" ]; do sleep 0.1; done'\'' "$nsin" "$ns1out" "$ns2out" || true/' \
+		"$tmp/$dir/nft_flowtable.sh"
+	if [ "$(grep -cP '^\tsleep [13]$' "$tmp/$dir/nft_flowtable.sh")" != 0 ] ||
+		[ "$(grep -cP '^\ttimeout [13] sh -c' "$tmp/$dir/nft_flowtable.sh")" != 2 ]; then
+		log_fail "the 6.1 script's transfer is not as expected: cannot end its waits early"
 		exit "$ksft_fail"
 	fi
 fi

@@ -141,7 +141,7 @@ cap_start() {
 		ip netns exec "$ns" tcpdump -i "$dev" -nn -U -B 8192 -w "$FP_TMP/$dev.pcap" \
 			greater 500 2>"$FP_TMP/$dev.err" &
 		CAP_PIDS+=($!)
-		busywait 30000 grep -q "listening on" "$FP_TMP/$dev.err"
+		busywait 30000 nfb_file_has "$FP_TMP/$dev.err" "listening on"
 	done
 }
 

@@ -73,10 +73,13 @@ fp_kernel_flow_closing() {
 
 # fp_stream_recv NS ADDR PORT: nfb_encap.py's receiver of a numbered stream
 # in NS, until its end marker; its verdict goes to $FP_TMP/verdict.PORT.
+# It is ready when its socket is bound: it says so in a file (verdict.PORT.ready),
+# which busywait polls without starting a process (an ss per poll slowed
+# the Python start-up it waited for).
 fp_stream_recv() {
-	rm -f "$FP_TMP/verdict.$3"
+	rm -f "$FP_TMP/verdict.$3" "$FP_TMP/verdict.$3.ready"
 	ip netns exec "$1" python3 "$FP_DIR/nfb_encap.py" recv "$2" "$3" "$FP_TMP/verdict.$3" &
-	busywait 30000 fp_udp_listening "$1" "$3"
+	busywait 30000 test -e "$FP_TMP/verdict.$3.ready"
 }
 
 # fp_stream_verdict PORT EXPECTED: the receiver on PORT got EXPECTED

@@ -44,18 +44,32 @@ nfb_require_tool() {
 	done
 }
 
-# Run "$@" every 50 ms until it succeeds or TIMEOUT_MS pass.
+# Run "$@" every 50 ms until it succeeds or TIMEOUT_MS pass. The clock is
+# bash's own $EPOCHREALTIME (microseconds once the point is taken out), not
+# a date process: under TCG each process costs about 0.15 s, on every poll
+# of every wait.
 busywait() {
 	local timeout_ms=$1
 	shift
 	local start now
-	start=$(date +%s%3N)
+	start=${EPOCHREALTIME/[.,]/}
 	while true; do
 		"$@" && return 0
-		now=$(date +%s%3N)
-		[ $((now - start)) -lt "$timeout_ms" ] || return 1
+		now=${EPOCHREALTIME/[.,]/}
+		[ $(((now - start) / 1000)) -lt "$timeout_ms" ] || return 1
 		sleep 0.05
 	done
+}
+
+# nfb_file_has FILE STRING: FILE has a line that contains STRING; plain
+# bash, no process, for the polls of busywait (tcpdump's "listening on").
+nfb_file_has() {
+	local line
+	[ -r "$1" ] || return 1
+	while IFS= read -r line || [ -n "$line" ]; do
+		[[ "$line" != *"$2"* ]] || return 0
+	done <"$1"
+	return 1
 }
 
 # Make the module we built for the running kernel loadable with modprobe

@@ -3,11 +3,13 @@
 """Traffic for nfb_encap.sh.
 
   nfb_encap.py recv ADDR PORT OUT     receive a numbered stream, echo probes;
-                                      on the end marker write a JSON verdict
+                                      once bound, create OUT.ready; on the
+                                      end marker write a JSON verdict
                                       {"got", "in_order", "intact"} to OUT
   nfb_encap.py probe SRC DST PORT [SPORT]   until one probe is echoed
   nfb_encap.py send SRC DST PORT N [SPORT]  probe, then N datagrams, paced,
-                                      then the end marker
+                                      a probe (echoed, or 0.5 s), then the
+                                      end marker
   nfb_encap.py burst N FLOW...        N rounds of one datagram per flow
                                       (FLOW = SRC,DST,PORT,SPORT,FIRSTSEQ),
                                       unpaced; no probe, no end marker
@@ -54,6 +56,7 @@ def recv(addr, port, out):
     s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE
     s.bind((addr, int(port)))
     s.settimeout(120)
+    open(out + ".ready", "w").close()
     seqs, intact = [], True
     while True:
         d, peer = s.recvfrom(4096)
@@ -85,6 +88,28 @@ def probe(s, dst):
     return False
 
 
+def drained(s, dst):
+    """Wait, at most 0.5 s, for the echo of a probe sent after the data:
+    the flow keeps its order, so what was sent before it has arrived once
+    it is back. The probe carries a mark of its own, so that a late echo
+    of the first probes does not count; recv echoes it and counts nothing
+    of it. 0.5 s is the fixed wait this replaces, which a flow whose way
+    back is gone (a session ended under the stream) still gets."""
+    mark = struct.pack("!I", PROBE) + b"drained"
+    deadline = time.monotonic() + 0.5
+    s.sendto(mark, dst)
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        s.settimeout(left)
+        try:
+            if s.recv(64) == mark:
+                return
+        except socket.timeout:
+            return
+
+
 def flow(spec):
     src, dst, port, sport, first = spec.split(",")
     return src, (dst, int(port)), int(sport), int(first)
@@ -106,7 +131,7 @@ def main(argv):
             s.sendto(struct.pack("!I", n) + payload(n), dst)
             if n % 16 == 15:
                 time.sleep(0.002)
-        time.sleep(0.5)
+        drained(s, dst)
         for _ in range(3):
             s.sendto(struct.pack("!I", END), dst)
     elif cmd == "burst":

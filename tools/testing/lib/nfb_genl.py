@@ -16,7 +16,6 @@ FAMILY is inet, ip, ip6 or a number. Errors: message with the kernel's
 extack on stderr, exit status 1.
 """
 import errno
-import json
 import os
 import socket
 import struct
@@ -239,6 +238,10 @@ def raw_attrs(specs):
 
 
 def main(argv):
+    # Here, not at the top: json pulls in re and more, about a third of
+    # the import time of this module, which fp_stat and the other pollers
+    # import (not run) many times per test under TCG, without printing JSON.
+    import json
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
