@@ -13,7 +13,9 @@
 #     "systemctl reload nftables" (ReloadPropagatedFrom) attaches it again;
 #   - "systemctl stop nftables" stops flowbulk.service too (PartOf): the
 #     flowtable is detached and the module the unit loaded unloaded;
-#   - systemd's halt (the units stopped) leaves nothing attached or loaded.
+#   - "systemctl start nftables flowbulk" attaches it again, and systemd's
+#     halt (halt.target: the units' ExecStop) detaches it and unloads the
+#     module; systemd halts, it is not killed.
 # The packages' whole life, booted the same way, is selftests/nfb_deb.sh.
 # nfb-timeout: 600
 set -eu
@@ -32,7 +34,7 @@ tmp=$(mktemp -d /tmp/nfb-systemd.XXXXXX)
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
-	boot_systemd_stop
+	boot_systemd_stop || true
 	systemctl disable nftables.service flowbulk.service >/dev/null 2>&1 || true
 	make --no-print-directory -C "$NFB_REPO" uninstall-service PREFIX=/usr >/dev/null 2>&1 || true
 	rm -f /etc/flowbulk/attach.conf /usr/sbin/flowbulk
@@ -80,6 +82,12 @@ check "systemctl stop nftables: flowbulk.service stopped too" \
 	boot_unit_becomes flowbulk.service inactive
 check "systemctl stop nftables: detached, the module the unit loaded unloaded" \
 	bash -c "! [ -d /sys/module/$NFB_MODULE ]"
-boot_systemd_stop
-check "halt: nothing attached, the module not loaded" bash -c "! [ -d /sys/module/$NFB_MODULE ]"
+
+# ---- halt (both units started again: flowbulk.service's ExecStop at the halt)
+check "systemctl start nftables flowbulk" \
+	boot_systemctl start nftables.service flowbulk.service
+check "systemctl start nftables flowbulk: inet router ft attached" \
+	boot_state_is attached inet router ft
+check "halt: systemd halted (halt.target, not killed)" boot_systemd_stop
+check "halt: detached, the module the unit loaded unloaded" bash -c "! [ -d /sys/module/$NFB_MODULE ]"
 exit "$ret"

@@ -62,7 +62,7 @@ echo_pid=
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
-	boot_systemd_stop
+	boot_systemd_stop || true
 	systemctl disable nftables.service >/dev/null 2>&1 || true
 	[ -z "$echo_pid" ] || kill "$echo_pid" 2>/dev/null || true
 	cleanup_all_ns
@@ -258,7 +258,7 @@ cp "$tmp/attach.conf" /etc/flowbulk/attach.conf
 
 # systemd halts: the units stop (flowbulk.service detaches and unloads
 # the module it loaded, nftables.service flushes the ruleset).
-boot_systemd_stop
+check "halt: systemd halted (halt.target, not killed)" boot_systemd_stop
 check "halt: detached, the module unloaded" bash -c "! [ -d /sys/module/$NFB_MODULE ]"
 check "halt: the ruleset flushed" bash -c "[ -z \"\$(nft list ruleset)\" ]"
 check "restart: nftables.service ExecStart" run_exec "$nft_unit" Start

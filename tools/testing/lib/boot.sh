@@ -118,8 +118,8 @@ boot_systemctl() {
 # left and UNIT's ActiveState is STATE: a job another unit's propagates (a
 # reload, a stop) may run after the systemctl that caused it has returned.
 boot_unit_becomes() {
-	local i state=
-	for i in $(seq 1200); do
+	local end=$((SECONDS + 120)) state=
+	while [ "$SECONDS" -lt "$end" ]; do
 		if ! boot_systemctl list-jobs --no-legend 2>/dev/null | grep -q '^ *[0-9]'; then
 			state=$(boot_systemctl show -P ActiveState "$1" 2>/dev/null || true)
 			[ "$state" != "$2" ] || return 0
@@ -132,7 +132,7 @@ boot_unit_becomes() {
 
 # boot_systemd_start UNITS_DIR: boot, and wait until the boot's jobs are done.
 boot_systemd_start() {
-	local units=$1 i
+	local units=$1 end=$((SECONDS + 120))
 	mkdir -p /sys/fs/cgroup/nfb-boot
 	(
 		echo "$BASHPID" >/sys/fs/cgroup/nfb-boot/cgroup.procs
@@ -144,12 +144,16 @@ boot_systemd_start() {
 				--log-level=info --show-status=no'
 	) &
 	BOOT_SYSTEMD_PID=$!
-	for i in $(seq 600); do
+	while :; do
 		BOOT_SYSTEMD_PID1=$(pgrep -P "$BOOT_SYSTEMD_PID" -x systemd || true)
 		[ -z "$BOOT_SYSTEMD_PID1" ] || [ ! -S /run/systemd/private ] || break
 		if ! kill -0 "$BOOT_SYSTEMD_PID" 2>/dev/null; then
 			echo "# systemd exited; the kernel log's last lines:"
 			dmesg | tail -n 20 | sed 's/^/# /'
+			return 1
+		fi
+		if [ "$SECONDS" -ge "$end" ]; then
+			echo "# systemd's socket not there after 120 s"
 			return 1
 		fi
 		sleep 0.1
@@ -161,22 +165,26 @@ boot_systemd_start() {
 	}
 }
 
-# boot_systemd_stop: halt it (the units' ExecStop run) and wait until it is
-# gone.
+# boot_systemd_stop: halt it as a router halts (halt.target: the units'
+# ExecStop run, then systemd-shutdown ends the PID namespace's init) and
+# wait until it is gone; fails when it had to be killed. The time limit
+# is a deadline, not a count of polls: under TCG a poll costs more than its
+# sleep.
 boot_systemd_stop() {
-	local i
+	local end=$((SECONDS + 120))
 	[ -n "$BOOT_SYSTEMD_PID" ] || return 0
 	if [ -n "$BOOT_SYSTEMD_PID1" ]; then
-		timeout 30 nsenter -t "$BOOT_SYSTEMD_PID1" -p -m systemctl halt --no-block \
-			2>/dev/null || true
+		timeout 30 nsenter -t "$BOOT_SYSTEMD_PID1" -p -m systemctl halt --no-block 2>&1 |
+			sed 's/^/# systemctl halt: /' || true
 	fi
-	for i in $(seq 1200); do
-		kill -0 "$BOOT_SYSTEMD_PID" 2>/dev/null || break
+	while kill -0 "$BOOT_SYSTEMD_PID" 2>/dev/null && [ "$SECONDS" -lt "$end" ]; do
 		sleep 0.1
 	done
+	local halted=0
 	if kill -0 "$BOOT_SYSTEMD_PID" 2>/dev/null; then
 		# The namespace's PID 1 takes every process of it along.
 		echo "# systemd still there after 120 s: killed"
+		halted=1
 		[ -z "$BOOT_SYSTEMD_PID1" ] || kill -KILL "$BOOT_SYSTEMD_PID1" 2>/dev/null || true
 		kill -KILL "$BOOT_SYSTEMD_PID" 2>/dev/null || true
 	fi
@@ -185,17 +193,22 @@ boot_systemd_stop() {
 	BOOT_SYSTEMD_PID1=
 	rm -rf /run/systemd
 	rmdir /sys/fs/cgroup/nfb-boot 2>/dev/null || true
+	return "$halted"
 }
 
-# boot_units_dir DIR UNIT_FILE...: DIR holds links to the UNIT_FILEs and an
-# empty sysinit.target.
+# boot_units_dir DIR UNIT_FILE...: DIR holds links to the UNIT_FILEs, an
+# empty sysinit.target and the host's units of a halt (halt.target and
+# what it pulls in: SYSTEMD_UNIT_PATH replaces systemd's search path, so
+# without them "systemctl halt" finds no halt.target and nothing stops).
 boot_units_dir() {
 	local dir=$1 f
 	shift
 	mkdir -p "$dir"
 	printf '[Unit]\nDescription=System Initialization (the units under test only)\n' \
 		>"$dir/sysinit.target"
-	for f in "$@"; do
+	for f in "$@" /lib/systemd/system/halt.target /lib/systemd/system/systemd-halt.service \
+		/lib/systemd/system/shutdown.target /lib/systemd/system/umount.target \
+		/lib/systemd/system/final.target; do
 		ln -sf "$f" "$dir/"
 	done
 }
