@@ -3,11 +3,11 @@
 // and add or delete some of a flowtable's devices.
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
+#include <net/if.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <net/if.h>
 #include <ostream>
 
 #include "commands.h"
@@ -245,8 +245,8 @@ void flowtable_delete(Invocation& invocation, Arguments& arguments) {
 // 0 when the flowtable cannot be found, so that nft reports it as missing.
 int32_t current_priority(Invocation& invocation, const FlowtableRef& ref) {
   for (const auto& flowtable : open_nft(invocation).list_flowtables(ref.family)) {
-    if (ref.table == text_or_empty(nftnl_flowtable_get_str(flowtable.get(),
-                                                           NFTNL_FLOWTABLE_TABLE)) &&
+    if (ref.table ==
+            text_or_empty(nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_TABLE)) &&
         ref.flowtable ==
             text_or_empty(nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_NAME))) {
       return nftnl_flowtable_get_s32(flowtable.get(), NFTNL_FLOWTABLE_PRIO);
@@ -293,13 +293,14 @@ void flowtable_device(Invocation& invocation, Arguments& arguments) {
       start = comma + 1;
     }
   }
-  const std::string context =
-      std::string("cannot ") + (add ? "add devices to" : "delete devices from") +
-      " flowtable " + ref.to_string();
+  const std::string context = std::string("cannot ") +
+                              (add ? "add devices to" : "delete devices from") + " flowtable " +
+                              ref.to_string();
   if (!nft_syntax_name(ref.table) || !nft_syntax_name(ref.flowtable)) {
     // nft's JSON has no device delete; its syntax cannot quote names.
-    throw UsageError(context + ": nft can change the devices only of a table and flowtable "
-                               "whose names are one nft word");
+    throw UsageError(context +
+                     ": nft can change the devices only of a table and flowtable "
+                     "whose names are one nft word");
   }
   std::string quoted;
   for (const std::string& device : devices) {

@@ -1200,8 +1200,7 @@ TEST_F(CliTest, FlowtableDeviceAddAndDeleteKeepTheHook) {
   EXPECT_EQ(devices, (std::vector<std::string>{"eth0", "eth1"}));
   EXPECT_EQ(nft_kernel().state().flowtables[0].priority, -5);
 
-  EXPECT_EQ(run({"flowtable", "device", "delete", "inet", "fw", "ft", "eth0"}), kExitOk)
-      << err();
+  EXPECT_EQ(run({"flowtable", "device", "delete", "inet", "fw", "ft", "eth0"}), kExitOk) << err();
   ASSERT_EQ(nft_kernel().state().flowtables.size(), 1U);
   EXPECT_EQ(nft_kernel().state().flowtables[0].devices, (std::vector<std::string>{"eth1"}));
   // A device that no longer exists may still be named (a PPPoE session
@@ -1221,8 +1220,7 @@ TEST_F(CliTest, FlowtableDeviceCheckEchoAndErrors) {
   EXPECT_EQ(run({"-e", "flowtable", "device", "add", "inet", "fw", "ft", "eth1"}), kExitOk)
       << err();
   EXPECT_NE(out().find("flowtable inet fw ft"), std::string::npos) << out();
-  EXPECT_EQ(nft_kernel().state().flowtables[0].devices,
-            (std::vector<std::string>{"eth0", "eth1"}));
+  EXPECT_EQ(nft_kernel().state().flowtables[0].devices, (std::vector<std::string>{"eth0", "eth1"}));
   EXPECT_EQ(run({"-j", "flowtable", "device", "delete", "inet", "fw", "ft", "eth1"}), kExitOk)
       << err();
   EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "ok": true})"));
