@@ -1182,9 +1182,6 @@ TEST_F(LoadNotAttachedRulesetTest, AnAppendingFileStaysLoadedAndOthersTablesStay
   EXPECT_NE(after_flowbulk_.find("flowtable 1 fast ft"), std::string::npos) << after_flowbulk_;
 }
 
-}  // namespace
-}  // namespace flowbulk::testing
-
 TEST_F(CliTest, FlowtableDeviceAddAndDeleteKeepTheHook) {
   nft_kernel().add_table(NFPROTO_INET, "fw");
   ASSERT_EQ(run({"flowtable", "add", "inet", "fw", "ft", "hook", "ingress", "priority", "-5",
@@ -1235,3 +1232,6 @@ TEST_F(CliTest, FlowtableDeviceCheckEchoAndErrors) {
   EXPECT_EQ(run({"flowtable", "device", "help"}), kExitOk);
   EXPECT_NE(out().find("flowtable device"), std::string::npos);
 }
+
+}  // namespace
+}  // namespace flowbulk::testing
