@@ -242,8 +242,8 @@ void flowtable_delete(Invocation& invocation, Arguments& arguments) {
 
 // The hook priority the flowtable has: nft's add and delete of devices
 // name the flowtable's hook, and the kernel refuses any other priority.
-// 0 when the flowtable cannot be found, so that nft reports it as missing.
-int32_t current_priority(Invocation& invocation, const FlowtableRef& ref) {
+// None when the flowtable cannot be found.
+std::optional<int32_t> current_priority(Invocation& invocation, const FlowtableRef& ref) {
   for (const auto& flowtable : open_nft(invocation).list_flowtables(ref.family)) {
     if (ref.table ==
             text_or_empty(nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_TABLE)) &&
@@ -252,7 +252,7 @@ int32_t current_priority(Invocation& invocation, const FlowtableRef& ref) {
       return nftnl_flowtable_get_s32(flowtable.get(), NFTNL_FLOWTABLE_PRIO);
     }
   }
-  return 0;
+  return std::nullopt;
 }
 
 // flowtable device { add | delete } FAMILY TABLE NAME DEV[,DEV...]: nft's
@@ -311,15 +311,19 @@ void flowtable_device(Invocation& invocation, Arguments& arguments) {
     quoted += device;
     quoted += '"';
   }
-  int32_t priority = 0;
+  std::optional<int32_t> priority;
   try {
     priority = current_priority(invocation, ref);
   } catch (const Error& error) {
     fail_with_context(error, context);
   }
+  if (!priority && add) {
+    // nft's add would create a new flowtable at priority 0 instead.
+    throw Error(context + ": No such file or directory (no such flowtable)", ENOENT);
+  }
   const std::string command = std::string(add ? "add" : "delete") + " flowtable " +
                               family_name(ref.family) + " " + ref.table + " " + ref.flowtable +
-                              " { hook ingress priority " + std::to_string(priority) +
+                              " { hook ingress priority " + std::to_string(priority.value_or(0)) +
                               "; devices = { " + quoted + " }; }";
   emit_written(invocation, echoed_commands(run_nft(invocation, command, context)));
 }

@@ -1216,7 +1216,6 @@ TEST_F(CliTest, FlowtableDeviceCheckEchoAndErrors) {
   EXPECT_EQ(nft_kernel().state().flowtables[0].devices, (std::vector<std::string>{"eth0"}));
   EXPECT_EQ(run({"-e", "flowtable", "device", "add", "inet", "fw", "ft", "eth1"}), kExitOk)
       << err();
-  EXPECT_NE(out().find("flowtable inet fw ft"), std::string::npos) << out();
   EXPECT_EQ(nft_kernel().state().flowtables[0].devices, (std::vector<std::string>{"eth0", "eth1"}));
   EXPECT_EQ(run({"-j", "flowtable", "device", "delete", "inet", "fw", "ft", "eth1"}), kExitOk)
       << err();
