@@ -7,7 +7,7 @@
 # with nft's, and bad requests must fail with nft's message and their exit
 # code while leaving the ruleset untouched.
 #
-#   ns: veth0 <-> veth1 (just devices for the flowtable)
+#   ns: veth0 <-> veth1, vx0 <-> vx1 (just devices for the flowtables)
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -16,7 +16,7 @@ source "$NFB_LIB/flowbulk.sh"
 
 nfb_require_tool ip nft jq
 
-fb_start -p "veth0 veth1"
+fb_start -p "veth0 veth1" -p "vx0 vx1"
 
 fb() { ip netns exec "$ns" "$FLOWBULK" "$@"; }
 nft_json() { ip netns exec "$ns" nft -j list ruleset; }
@@ -92,6 +92,22 @@ check "rules: meta l4proto tcp|udp counter flow add @ft comment \"flowbulk\"" \
 	offload_rules_as_requested
 
 # Bad requests against the real kernel: each has its message and exit code,
+# flowtable device add|delete changes the devices of ft only, at its own
+# priority (-10, which the kernel insists on), and names what is gone.
+ft_devices() {
+	nft_json | jq -c '[.nftables[] | select(.flowtable) | .flowtable |
+		select(.table == "fw" and .name == "ft") |
+		{prio, dev: ([.dev] | flatten | sort)}]'
+}
+fb flowtable device add inet fw ft vx0
+check "flowtable device add: ft has veth0,veth1,vx0 at priority -10" \
+	test "$(ft_devices)" = '[{"prio":-10,"dev":["veth0","veth1","vx0"]}]'
+fb_expect_failure 1 "cannot delete devices from flowtable inet fw ft: " \
+	flowtable device delete inet fw ft vx1
+fb flowtable device delete inet fw ft vx0
+check "flowtable device delete: ft has veth0,veth1 again" \
+	test "$(ft_devices)" = '[{"prio":-10,"dev":["veth0","veth1"]}]'
+
 # and the ruleset is the same afterwards.
 before=$(nft_json)
 fb_expect_failure 1 "cannot add table inet fw: Could not process rule: File exists" table add inet fw

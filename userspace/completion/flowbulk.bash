@@ -59,6 +59,13 @@ _flowbulk() {
 			command=ref
 		fi
 		;;
+	flowtable)
+		# flowtable device { add | delete } FAMILY TABLE NAME DEV[,DEV...]
+		if [ "$command" = device ] && [ ${#args[@]} -gt 0 ]; then
+			command=device-${args[0]}
+			args=("${args[@]:1}")
+		fi
+		;;
 	esac
 	nargs=${#args[@]}
 
@@ -70,13 +77,16 @@ _flowbulk() {
 		fi
 	elif [ -z "$command" ]; then
 		case $object in
-		table | flowtable | offload) candidates='add delete list show help' ;;
+		table | offload) candidates='add delete list show help' ;;
+		flowtable) candidates='add delete device list show help' ;;
 		attach) candidates='list show ip ip6 inet help' ;;
 		detach) candidates='ip ip6 inet help' ;;
 		stats) candidates='show reset help' ;;
 		monitor) candidates='interval count help' ;;
 		*) candidates='help' ;;
 		esac
+	elif [ "$command" = device ]; then
+		candidates='add delete help'
 	elif [ "$object" = monitor ]; then
 		case $prev in
 		interval | count) ;;
@@ -119,6 +129,7 @@ _flowbulk() {
 		*)
 			case $object/$command in
 			flowtable/add) candidates='hook priority devices counter' ;;
+			flowtable/device-*) [ "$nargs" != 3 ] || candidates=$(ls /sys/class/net 2>/dev/null) ;;
 			offload/add) candidates='proto counter chain position' ;;
 			offload/delete) candidates='proto chain' ;;
 			esac

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-// flowbulk flowtable: add (hook early_ingress included), delete and list flowtables.
+// flowbulk flowtable: add (hook early_ingress included), delete and list flowtables,
+// and add or delete some of a flowtable's devices.
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
+#include <net/if.h>
 
 #include <algorithm>
 #include <array>
@@ -238,6 +240,94 @@ void flowtable_delete(Invocation& invocation, Arguments& arguments) {
   emit_written(invocation, echoed_commands(echoed));
 }
 
+// The hook priority the flowtable has: nft's add and delete of devices
+// name the flowtable's hook, and the kernel refuses any other priority.
+// None when the flowtable cannot be found.
+std::optional<int32_t> current_priority(Invocation& invocation, const FlowtableRef& ref) {
+  for (const auto& flowtable : open_nft(invocation).list_flowtables(ref.family)) {
+    if (ref.table ==
+            text_or_empty(nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_TABLE)) &&
+        ref.flowtable ==
+            text_or_empty(nftnl_flowtable_get_str(flowtable.get(), NFTNL_FLOWTABLE_NAME))) {
+      return nftnl_flowtable_get_s32(flowtable.get(), NFTNL_FLOWTABLE_PRIO);
+    }
+  }
+  return std::nullopt;
+}
+
+// flowtable device { add | delete } FAMILY TABLE NAME DEV[,DEV...]: nft's
+// `add flowtable` on an existing flowtable and `delete flowtable` with a
+// device list, which change only the devices named.
+void flowtable_device(Invocation& invocation, Arguments& arguments) {
+  const std::string verb = match_keyword(arguments.take("COMMAND"), {"add", "delete", "help"},
+                                         "flowtable device command", "flowtable device");
+  if (verb == "help" || (!arguments.empty() && arguments.peek() == "help")) {
+    emit_usage(invocation, flowtable_usage());
+    return;
+  }
+  const FlowtableRef ref = parse_flowtable_ref(arguments);
+  const std::string list = arguments.take("DEV[,DEV...]");
+  arguments.expect_end();
+  const bool add = verb == "add";
+  std::vector<std::string> devices;
+  if (add) {
+    devices = parse_devices(list, invocation.env);
+  } else {
+    // A device that is gone (a PPPoE session ended) must still be
+    // removable, so only the list's form is checked.
+    size_t start = 0;
+    while (true) {
+      const size_t comma = list.find(',', start);
+      std::string device = list.substr(start, comma == std::string::npos ? comma : comma - start);
+      if (device.empty() || device.size() >= IFNAMSIZ) {
+        throw UsageError("bad device name in \"" + list +
+                         "\"; write the list as one word without spaces: DEV,DEV");
+      }
+      if (std::find(devices.begin(), devices.end(), device) != devices.end()) {
+        throw UsageError("device \"" + device + "\" is listed twice");
+      }
+      devices.push_back(std::move(device));
+      if (comma == std::string::npos) {
+        break;
+      }
+      start = comma + 1;
+    }
+  }
+  const std::string context = std::string("cannot ") +
+                              (add ? "add devices to" : "delete devices from") + " flowtable " +
+                              ref.to_string();
+  if (!nft_syntax_name(ref.table) || !nft_syntax_name(ref.flowtable)) {
+    // nft's JSON has no device delete; its syntax cannot quote names.
+    throw UsageError(context +
+                     ": nft can change the devices only of a table and flowtable "
+                     "whose names are one nft word");
+  }
+  std::string quoted;
+  for (const std::string& device : devices) {
+    if (device.find('"') != std::string::npos) {
+      throw UsageError(context + ": nft cannot quote the device name " + device);
+    }
+    quoted += quoted.empty() ? "\"" : ", \"";
+    quoted += device;
+    quoted += '"';
+  }
+  std::optional<int32_t> priority;
+  try {
+    priority = current_priority(invocation, ref);
+  } catch (const Error& error) {
+    fail_with_context(error, context);
+  }
+  if (!priority && add) {
+    // nft's add would create a new flowtable at priority 0 instead.
+    throw Error(context + ": No such file or directory (no such flowtable)", ENOENT);
+  }
+  const std::string command = std::string(add ? "add" : "delete") + " flowtable " +
+                              family_name(ref.family) + " " + ref.table + " " + ref.flowtable +
+                              " { hook ingress priority " + std::to_string(priority.value_or(0)) +
+                              "; devices = { " + quoted + " }; }";
+  emit_written(invocation, echoed_commands(run_nft(invocation, command, context)));
+}
+
 void flowtable_list(Invocation& invocation, Arguments& arguments) {
   const std::optional<uint8_t> family = optional_family(arguments);
   std::optional<std::string> table;
@@ -326,6 +416,7 @@ const char* flowtable_usage() {
   return "Usage: flowbulk flowtable add FAMILY TABLE NAME hook { ingress | early_ingress }\n"
          "                              [ priority PRIORITY ] devices DEV[,DEV...] [ counter ]\n"
          "       flowbulk flowtable delete FAMILY TABLE NAME\n"
+         "       flowbulk flowtable device { add | delete } FAMILY TABLE NAME DEV[,DEV...]\n"
          "       flowbulk flowtable { list | show } [ FAMILY [ TABLE [ NAME ] ] ]\n"
          "FAMILY := { ip | ip6 | inet }\n"
          "PRIORITY := nft's flowtable priority: N, filter, filter + N, filter - N\n"
@@ -333,6 +424,11 @@ const char* flowtable_usage() {
 }
 
 void do_flowtable(Invocation& invocation, Arguments& arguments) {
+  if (!arguments.empty() && arguments.peek() == "device") {
+    arguments.take("COMMAND");
+    flowtable_device(invocation, arguments);
+    return;
+  }
   dispatch_object(invocation, arguments,
                   ObjectCommands{"flowtable", flowtable_add, flowtable_delete, flowtable_list,
                                  flowtable_usage});

@@ -1182,5 +1182,55 @@ TEST_F(LoadNotAttachedRulesetTest, AnAppendingFileStaysLoadedAndOthersTablesStay
   EXPECT_NE(after_flowbulk_.find("flowtable 1 fast ft"), std::string::npos) << after_flowbulk_;
 }
 
+TEST_F(CliTest, FlowtableDeviceAddAndDeleteKeepTheHook) {
+  nft_kernel().add_table(NFPROTO_INET, "fw");
+  ASSERT_EQ(run({"flowtable", "add", "inet", "fw", "ft", "hook", "ingress", "priority", "-5",
+                 "devices", "eth0"}),
+            kExitOk)
+      << err();
+  // The kernel refuses an update naming another priority: flowbulk must
+  // name the flowtable's own -5.
+  EXPECT_EQ(run({"flowtable", "device", "add", "inet", "fw", "ft", "eth1"}), kExitOk) << err();
+  ASSERT_EQ(nft_kernel().state().flowtables.size(), 1U);
+  std::vector<std::string> devices = nft_kernel().state().flowtables[0].devices;
+  std::sort(devices.begin(), devices.end());
+  EXPECT_EQ(devices, (std::vector<std::string>{"eth0", "eth1"}));
+  EXPECT_EQ(nft_kernel().state().flowtables[0].priority, -5);
+
+  EXPECT_EQ(run({"flowtable", "device", "delete", "inet", "fw", "ft", "eth0"}), kExitOk) << err();
+  ASSERT_EQ(nft_kernel().state().flowtables.size(), 1U);
+  EXPECT_EQ(nft_kernel().state().flowtables[0].devices, (std::vector<std::string>{"eth1"}));
+  // A device that no longer exists may still be named (a PPPoE session
+  // gone); one the flowtable lacks is nft's error.
+  EXPECT_EQ(run({"flowtable", "device", "delete", "inet", "fw", "ft", "ppp9"}), kExitFailure);
+  EXPECT_NE(err().find("cannot delete devices from flowtable inet fw ft"), std::string::npos)
+      << err();
+  EXPECT_EQ(nft_kernel().state().flowtables[0].devices, (std::vector<std::string>{"eth1"}));
+}
+
+TEST_F(CliTest, FlowtableDeviceCheckEchoAndErrors) {
+  nft_kernel().add_table(NFPROTO_INET, "fw");
+  nft_kernel().add_flowtable(NFPROTO_INET, "fw", "ft");
+  EXPECT_EQ(run({"-c", "flowtable", "device", "add", "inet", "fw", "ft", "eth1"}), kExitOk)
+      << err();
+  EXPECT_EQ(nft_kernel().state().flowtables[0].devices, (std::vector<std::string>{"eth0"}));
+  EXPECT_EQ(run({"-e", "flowtable", "device", "add", "inet", "fw", "ft", "eth1"}), kExitOk)
+      << err();
+  EXPECT_EQ(nft_kernel().state().flowtables[0].devices, (std::vector<std::string>{"eth0", "eth1"}));
+  EXPECT_EQ(run({"-j", "flowtable", "device", "delete", "inet", "fw", "ft", "eth1"}), kExitOk)
+      << err();
+  EXPECT_EQ(Json::parse(out()), Json::parse(R"({"schema": 2, "ok": true})"));
+
+  EXPECT_EQ(run({"flowtable", "device", "add", "inet", "fw", "nope", "eth1"}), kExitFailure);
+  EXPECT_NE(err().find("No such file or directory"), std::string::npos) << err();
+  EXPECT_EQ(run({"flowtable", "device", "add", "inet", "fw", "ft"}), kExitUsage);
+  EXPECT_EQ(run({"flowtable", "device", "add", "inet", "fw", "ft", "eth1", "x"}), kExitUsage);
+  EXPECT_EQ(run({"flowtable", "device", "frob", "inet", "fw", "ft", "eth1"}), kExitUsage);
+  EXPECT_EQ(run({"flowtable", "device", "add", "inet", "fw", "ft", "nosuchdev"}), kExitUsage);
+  EXPECT_EQ(run({"flowtable", "device", "delete", "inet", "fw", "ft", "eth1,eth1"}), kExitUsage);
+  EXPECT_EQ(run({"flowtable", "device", "help"}), kExitOk);
+  EXPECT_NE(out().find("flowtable device"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace flowbulk::testing

@@ -389,8 +389,29 @@ class Transaction {
         if (owner == nullptr) {
           return ENOENT;
         }
-        if (flowtable(family, table_name, name) != nullptr) {
-          return (flags & NLM_F_EXCL) != 0 ? EEXIST : 0;
+        if (FakeNftKernel::Flowtable* existing = flowtable(family, table_name, name)) {
+          if ((flags & NLM_F_EXCL) != 0) {
+            return EEXIST;
+          }
+          // An update, as the kernel's: the hook stays, devices are added.
+          if (nftnl_flowtable_is_set(parsed.get(), NFTNL_FLOWTABLE_PRIO) &&
+              nftnl_flowtable_get_s32(parsed.get(), NFTNL_FLOWTABLE_PRIO) != existing->priority) {
+            return EOPNOTSUPP;
+          }
+          if (nftnl_flowtable_is_set(parsed.get(), NFTNL_FLOWTABLE_DEVICES)) {
+            const char* const* devices =
+                nftnl_flowtable_get_array(parsed.get(), NFTNL_FLOWTABLE_DEVICES);
+            for (size_t i = 0; devices != nullptr && devices[i] != nullptr; ++i) {
+              if (std::find(existing->devices.begin(), existing->devices.end(), devices[i]) ==
+                  existing->devices.end()) {
+                existing->devices.emplace_back(devices[i]);
+              }
+            }
+          }
+          if ((flags & NLM_F_ECHO) != 0) {
+            echoes_.push_back(flowtable_message(*existing, message));
+          }
+          return 0;
         }
         FakeNftKernel::Flowtable created{.family = family,
                                          .table = table_name,
@@ -425,8 +446,25 @@ class Transaction {
             str_or_empty(nftnl_flowtable_get_str(parsed.get(), NFTNL_FLOWTABLE_TABLE));
         const std::string name =
             str_or_empty(nftnl_flowtable_get_str(parsed.get(), NFTNL_FLOWTABLE_NAME));
-        if (flowtable(family, table_name, name) == nullptr) {
+        FakeNftKernel::Flowtable* existing = flowtable(family, table_name, name);
+        if (existing == nullptr) {
           return ENOENT;
+        }
+        if (nftnl_flowtable_is_set(parsed.get(), NFTNL_FLOWTABLE_DEVICES)) {
+          // Devices named: only those leave, as the kernel's hook delete;
+          // one the flowtable does not have is ENOENT.
+          const char* const* devices =
+              nftnl_flowtable_get_array(parsed.get(), NFTNL_FLOWTABLE_DEVICES);
+          std::vector<std::string> kept = existing->devices;
+          for (size_t i = 0; devices != nullptr && devices[i] != nullptr; ++i) {
+            auto found = std::find(kept.begin(), kept.end(), devices[i]);
+            if (found == kept.end()) {
+              return ENOENT;
+            }
+            kept.erase(found);
+          }
+          existing->devices = std::move(kept);
+          return 0;
         }
         for (const auto& rule : s_.rules) {
           if (rule.family == family && rule.table == table_name) {

@@ -22,7 +22,8 @@ for heading in NAME OVERVIEW OPTIONS COMMANDS "EXIT STATUS" FILES "SEE ALSO"; do
 	expect "man renders $heading" grep -q "^$heading" <<<"$text"
 done
 for command in "offload delete" "offload list" "position" "When an attach fails" \
-	"-e, -echo, --echo" "-c, -check, --check" "-n NETNS" "nothing would change" "show"; do
+	"-e, -echo, --echo" "-c, -check, --check" "-n NETNS" "nothing would change" "show" \
+	"flowtable device"; do
 	expect "documents $command" grep -qi -e "$command" <<<"$text"
 done
 # -e on the module's commands; the text as one line, whatever man's
