@@ -7,8 +7,9 @@
 #   make check           set-up, build, every test; ends with "N passed, N failed"
 #   make check-install   the DKMS install test in a VM (long: not in check)
 #   make check-debug     every selftest on the debug kernel (KASAN, lockdep, kmemleak)
-#   make check-newest    only check's Debian 7.x kernels: every selftest on
-#                        unstable's released one, a set on the newest
+#   make check-newest    the Debian 7.x kernels alone: every selftest on
+#                        unstable's released one (the proven list's run),
+#                        the newest line's set on the newest
 #   make check-series    .ci/run RUNS times (5), each in a new clone of HEAD
 #   make demo            the demo: VM, topology, traffic, side-by-side figures
 #   make bench           the full benchmark matrix
@@ -244,8 +245,9 @@ check-deb:
 	tools/setup
 	tools/check-deb
 
-# The Debian 7.x kernels' part of check alone: every selftest on unstable's
-# released 7.x, the newest line's set on the newest (about 25 minutes).
+# The Debian 7.x kernels alone: every selftest on unstable's released 7.x
+# (with no supported kernel to compare its probes with; the run that puts a
+# line on the proven list), the newest line's set on the newest.
 check-newest:
 	NFB_KERNELS=none tools/check
 
