@@ -275,10 +275,12 @@ if ! ls "$new_dir"/flowbulk_*.deb >/dev/null; then
 	exit "$ksft_fail"
 fi
 # The next version's module, prebuilt: where dkms's common.postinst loads
-# a package's prebuilt modules from (/usr/share/PACKAGE/NAME-VERSION.
-# dkms.tar.gz), so that DKMS installs it instead of compiling.
+# a package's prebuilt modules from, so that DKMS installs it instead of
+# compiling. dh_dkms's postinst names that directory after the DKMS module,
+# not the Debian package: /usr/share/NAME-dkms/NAME-VERSION.dkms.tar.gz
+# (nf_flow_bulk-dkms, with underscores); anywhere else dkms compiles.
 next_version=$(dpkg-deb -f "$new_dir"/nf-flow-bulk-dkms_*.deb Version)
-share=/usr/share/nf-flow-bulk-dkms
+share=/usr/share/$NFB_MODULE-dkms
 prebuilt_sum=
 if [ -n "$next_dkms" ]; then
 	[ -d "$share" ] || created_share=1
