@@ -23,6 +23,20 @@ namespace flowbulk {
 
 namespace {
 
+// DEVICES as nft syntax's list, "a", "b"; nft has no escape for a quote.
+std::string quoted_devices(const std::vector<std::string>& devices, const std::string& context) {
+  std::string quoted;
+  for (const std::string& device : devices) {
+    if (device.find('"') != std::string::npos) {
+      throw UsageError(context + ": nft cannot quote the device name " + device);
+    }
+    quoted += quoted.empty() ? "\"" : ", \"";
+    quoted += device;
+    quoted += '"';
+  }
+  return quoted;
+}
+
 // The command that creates the flowtable (exclusively: an existing one is
 // an error). nft 1.0.6 has no one form for everything: its syntax takes
 // priority expressions and `counter` but only names that are nft tokens
@@ -35,18 +49,7 @@ std::string flowtable_create_command(const FlowtableSpec& spec, const std::strin
   const std::optional<int32_t> number = priority_number(priority);
   if ((!number || spec.counter) && nft_syntax_name(spec.ref.table) &&
       nft_syntax_name(spec.ref.flowtable)) {
-    std::string devices;
-    for (const std::string& device : spec.devices) {
-      if (device.find('"') != std::string::npos) {
-        std::string message = context;
-        message += ": nft cannot quote the device name ";
-        message += device;
-        throw UsageError(message);
-      }
-      devices += devices.empty() ? "\"" : ", \"";
-      devices += device;
-      devices += '"';
-    }
+    const std::string devices = quoted_devices(spec.devices, context);
     return "create flowtable " + family_name(spec.ref.family) + " " + spec.ref.table + " " +
            spec.ref.flowtable + " { hook ingress priority " + priority + "; devices = { " +
            devices + " }; " + (spec.counter ? "counter; " : "") + "}";
@@ -269,30 +272,9 @@ void flowtable_device(Invocation& invocation, Arguments& arguments) {
   const std::string list = arguments.take("DEV[,DEV...]");
   arguments.expect_end();
   const bool add = verb == "add";
-  std::vector<std::string> devices;
-  if (add) {
-    devices = parse_devices(list, invocation.env);
-  } else {
-    // A device that is gone (a PPPoE session ended) must still be
-    // removable, so only the list's form is checked.
-    size_t start = 0;
-    while (true) {
-      const size_t comma = list.find(',', start);
-      std::string device = list.substr(start, comma == std::string::npos ? comma : comma - start);
-      if (device.empty() || device.size() >= IFNAMSIZ) {
-        throw UsageError("bad device name in \"" + list +
-                         "\"; write the list as one word without spaces: DEV,DEV");
-      }
-      if (std::find(devices.begin(), devices.end(), device) != devices.end()) {
-        throw UsageError("device \"" + device + "\" is listed twice");
-      }
-      devices.push_back(std::move(device));
-      if (comma == std::string::npos) {
-        break;
-      }
-      start = comma + 1;
-    }
-  }
+  // A device to delete may be gone (a PPPoE session ended): only the
+  // list's form is checked then.
+  const std::vector<std::string> devices = parse_devices(list, invocation.env, add);
   const std::string context = std::string("cannot ") +
                               (add ? "add devices to" : "delete devices from") + " flowtable " +
                               ref.to_string();
@@ -302,15 +284,7 @@ void flowtable_device(Invocation& invocation, Arguments& arguments) {
                      ": nft can change the devices only of a table and flowtable "
                      "whose names are one nft word");
   }
-  std::string quoted;
-  for (const std::string& device : devices) {
-    if (device.find('"') != std::string::npos) {
-      throw UsageError(context + ": nft cannot quote the device name " + device);
-    }
-    quoted += quoted.empty() ? "\"" : ", \"";
-    quoted += device;
-    quoted += '"';
-  }
+  const std::string quoted = quoted_devices(devices, context);
   std::optional<int32_t> priority;
   try {
     priority = current_priority(invocation, ref);

@@ -322,7 +322,7 @@ std::string take_priority(Arguments& arguments) {
   return text;
 }
 
-std::vector<std::string> parse_devices(const std::string& list, Environment& env) {
+std::vector<std::string> parse_devices(const std::string& list, Environment& env, bool must_exist) {
   std::vector<std::string> devices;
   std::set<std::string> seen;
   size_t start = 0;
@@ -341,7 +341,7 @@ std::vector<std::string> parse_devices(const std::string& list, Environment& env
     if (!seen.insert(device).second) {
       throw UsageError("device \"" + device + "\" is listed twice");
     }
-    if (!env.device_exists(device)) {
+    if (must_exist && !env.device_exists(device)) {
       throw UsageError("device \"" + device + "\" does not exist");
     }
     devices.push_back(device);

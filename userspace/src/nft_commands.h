@@ -131,7 +131,8 @@ std::optional<int32_t> priority_number(const std::string& text);
 std::string take_priority(Arguments& arguments);
 
 // DEV[,DEV...]: existing devices, each once.
-std::vector<std::string> parse_devices(const std::string& list, Environment& env);
+std::vector<std::string> parse_devices(const std::string& list, Environment& env,
+                                       bool must_exist = true);
 
 // An optional FAMILY word.
 std::optional<uint8_t> optional_family(Arguments& arguments);
