@@ -119,23 +119,56 @@ static void nfb_cpu_seq_stop(struct seq_file *seq, void *v)
 {
 }
 
+/*
+ * The counters' names in the header line, in enum order (the designated
+ * initializers keep each at its number).
+ */
 static const char * const nfb_decline_names[] = {
-	"disabled", "not_ip", "header", "no_flowtable", "miss", "frag",
-	"options", "ttl", "mtu", "tcp_flags", "dst_stale", "hw_offload",
-	"xmit_type", "encap", "unwritable", "l4proto", "shared",
-	"encap_header", "pppoe", "ppp_proto", "direct_dev", "encap_gso",
+#define NFB_DECLINE_REASON(e, name, value) \
+	[e] = name,
+#include "nf_flow_bulk_names.h"
+#undef NFB_DECLINE_REASON
 };
 
 static const char * const nfb_fallback_names[] = {
-	"qdisc", "egress_hook", "neigh", "busy", "txq",
+#define NFB_FALLBACK_REASON(e, name, value) \
+	[e] = name,
+#include "nf_flow_bulk_names.h"
+#undef NFB_FALLBACK_REASON
 };
 
 static const char * const nfb_drop_names[] = {
-	"dev_down", "validate", "xmit", "queue_full", "nomem",
-	"header",
+#define NFB_DROP_REASON(e, name, value) \
+	[e] = name,
+#include "nf_flow_bulk_names.h"
+#undef NFB_DROP_REASON
 };
 
-/* One name per counter of the uAPI enums: a reason added there needs one. */
+/*
+ * Every member's number is ABI: one inserted, removed or moved in
+ * nf_flow_bulk_names.h would renumber those after it, and fails the build
+ * here instead (a negative bit-field width: the enumerator is not the value
+ * written next to it).
+ */
+static const int nfb_pinned_values[] __maybe_unused = {
+#define NFB_PIN_VALUE(e, name, value) \
+	BUILD_BUG_ON_ZERO((e) != (value)),
+#define NFB_ATTACH_STATE NFB_PIN_VALUE
+#define NFB_DECLINE_REASON NFB_PIN_VALUE
+#define NFB_FALLBACK_REASON NFB_PIN_VALUE
+#define NFB_DROP_REASON NFB_PIN_VALUE
+#define NFB_ENCAP_TYPE NFB_PIN_VALUE
+#define NFB_XMIT_TYPE NFB_PIN_VALUE
+#include "nf_flow_bulk_names.h"
+#undef NFB_ATTACH_STATE
+#undef NFB_DECLINE_REASON
+#undef NFB_FALLBACK_REASON
+#undef NFB_DROP_REASON
+#undef NFB_ENCAP_TYPE
+#undef NFB_XMIT_TYPE
+#undef NFB_PIN_VALUE
+};
+
 static_assert(ARRAY_SIZE(nfb_decline_names) == __NFB_DECLINE_MAX);
 static_assert(ARRAY_SIZE(nfb_fallback_names) == __NFB_FALLBACK_MAX);
 static_assert(ARRAY_SIZE(nfb_drop_names) == __NFB_DROP_MAX);

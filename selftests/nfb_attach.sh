@@ -97,7 +97,7 @@ else
 fi
 
 # Unprivileged callers are refused on every command.
-genl_unpriv=$(fp_unpriv_copy "${FP_GENL[0]}")
+genl_unpriv=$(fp_unpriv_copy "${FP_GENL[0]}" "$FP_GENL_SPEC")
 for cmd in list stats reset "attach inet fp ft" "detach inet fp ft"; do
 	# shellcheck disable=SC2086 # word splitting of $cmd is intended
 	if out=$(ip netns exec "$R" setpriv --reuid=65534 --regid=65534 \

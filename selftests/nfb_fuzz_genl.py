@@ -46,14 +46,17 @@ NLMSG_ERROR, NLMSG_DONE = 2, 3
 NLA_F_NESTED, NLA_F_NET_BYTEORDER = 0x8000, 0x4000
 NETLINK_CAP_ACK = 10
 
-CMD_ATTACH, CMD_DETACH, CMD_GET_ATTACH, CMD_GET_STATS, CMD_RESET = 1, 2, 3, 4, 5
-A_FAMILY, A_TABLE, A_FLOWTABLE = 1, 2, 3
-A_PRIORITY, A_DEVICES, A_DEVICE, A_STATS, A_PAD = 4, 5, 6, 7, 8
-A_SCANS = 9             # reply only
+# The family's numbers, from the netlink spec (as the test client reads it).
+CMD_NAMES = {v: k for k, v in nfb_genl.commands().items()}
+CMD_ATTACH, CMD_DETACH, CMD_GET_ATTACH, CMD_GET_STATS, CMD_RESET = (
+    nfb_genl.commands()[n] for n in ("attach", "detach", "get_attach",
+                                     "get_stats", "reset_stats"))
+(A_FAMILY, A_TABLE, A_FLOWTABLE, A_PRIORITY, A_DEVICES, A_DEVICE, A_STATS,
+ A_PAD, A_SCANS) = (nfb_genl.attr_type("main", n) for n in (
+     "family", "table", "flowtable", "priority", "devices", "device", "stats",
+     "pad", "scans"))  # scans: reply only
 DO_CMDS = (CMD_ATTACH, CMD_DETACH, CMD_RESET)
 DUMP_CMDS = (CMD_GET_ATTACH, CMD_GET_STATS)
-CMD_NAMES = {1: "attach", 2: "detach", 3: "get_attach", 4: "get_stats",
-             5: "reset_stats"}
 
 # Errors a request may get back: anything else is reported.
 CLEAN_ERRNOS = {errno.EINVAL, errno.ERANGE, errno.EOPNOTSUPP, errno.ENOENT,

@@ -55,7 +55,7 @@ cleanup() {
 trap cleanup EXIT
 fp_tmpdir
 # The fuzzer runs as nobody too: a copy it can open wherever the tree is.
-fuzz=("$(fp_unpriv_copy "${fuzz[0]}" "${FP_GENL[0]}" "$NFB_LIB/nfb_test.py")")
+fuzz=("$(fp_unpriv_copy "${fuzz[0]}" "${FP_GENL[0]}" "$FP_GENL_SPEC" "$NFB_LIB/nfb_test.py")")
 
 echo "INFO: NFB_FUZZ_SEED=$seed NFB_FUZZ_COUNT=$count NFB_FUZZ_TIME=$secs"
 

@@ -23,6 +23,12 @@
 #define NFB_GENL_NAME		"nf_flow_bulk"
 #define NFB_GENL_VERSION	2
 
+/*
+ * The members of the named sets below (enum nfb_attach_state, the decline,
+ * fallback and drop reasons, enum nfb_encap, enum nfb_xmit), their names and
+ * their numbers are defined once, in nf_flow_bulk_names.h.
+ */
+
 enum nfb_cmd {
 	NFB_CMD_UNSPEC,
 	NFB_CMD_ATTACH,		/* do: FAMILY, TABLE, FLOWTABLE */
@@ -61,14 +67,9 @@ enum nfb_attr {
  * nf_tables' handles), not the next one of the same name.
  */
 enum nfb_attach_state {
-	NFB_ATTACH_ATTACHED,	/* the flowtable was found on its devices */
-	NFB_ATTACH_WAITING,	/* found on no device (deleted, or without
-				 * devices); the hooks stay and decline
-				 */
-	NFB_ATTACH_STALE,	/* deleted, and a flowtable of that name
-				 * created since is not taken (attach it
-				 * again); no hooks
-				 */
+#define NFB_ATTACH_STATE(e, name, value) e,
+#include "nf_flow_bulk_names.h"
+#undef NFB_ATTACH_STATE
 	__NFB_ATTACH_STATE_MAX,
 };
 
@@ -124,70 +125,25 @@ enum nfb_stats_attr {
 
 /* Why a packet was left to the stock flowtable / normal stack. */
 enum nfb_decline_reason {
-	NFB_DECLINE_DISABLED,	/* sysctl nf_flow_bulk_enable = 0 */
-	NFB_DECLINE_NOT_IP,	/* not IPv4/IPv6 (or unsupported encap) */
-	NFB_DECLINE_HEADER,	/* short or malformed header */
-	NFB_DECLINE_NO_FLOWTABLE, /* flowtable hook not found on device */
-	NFB_DECLINE_MISS,	/* no flow entry */
-	NFB_DECLINE_FRAG,	/* fragment */
-	NFB_DECLINE_OPTIONS,	/* IPv4 options / IPv6 ext headers */
-	NFB_DECLINE_TTL,	/* TTL or hop limit <= 1 */
-	NFB_DECLINE_MTU,	/* larger than the egress MTU */
-	NFB_DECLINE_TCP_FLAGS,	/* FIN or RST (the stock hook tears the
-				 * flow down, or after 6.12 marks it
-				 * closing); after 6.12 also a SYN on a
-				 * closing flow
-				 */
-	NFB_DECLINE_DST_STALE,	/* cached route is no longer valid */
-	NFB_DECLINE_HW_OFFLOAD,	/* flow is offloaded to hardware */
-	NFB_DECLINE_XMIT_TYPE,	/* XFRM or other xmit type, IPv4 via IPv6 gw */
-	NFB_DECLINE_ENCAP,	/* a flow the module never takes: an
-				 * encapsulation the stock flowtable does
-				 * not parse either (three layers, inner
-				 * protocol not IP), or (6.19 on) a bridge
-				 * flow into a tunnel
-				 */
-	NFB_DECLINE_UNWRITABLE,	/* could not make the header writable */
-	NFB_DECLINE_L4PROTO,	/* neither TCP nor UDP */
-	NFB_DECLINE_SHARED,	/* skb shared with another owner */
-	NFB_DECLINE_ENCAP_HEADER, /* truncated 802.1Q tag or PPPoE header */
-	NFB_DECLINE_PPPOE,	/* PPPoE version, type, code or length wrong */
-	NFB_DECLINE_PPP_PROTO,	/* PPP protocol neither IPv4 nor IPv6 */
-	NFB_DECLINE_DIRECT_DEV,	/* output device gone: direct xmit, or a
-				 * neigh flow's real device (6.19 on)
-				 */
-	NFB_DECLINE_ENCAP_GSO,	/* 6.19 on: a GSO packet of a flow that
-				 * leaves with PPPoE or two tags, which the
-				 * stock hook segments before the push; the
-				 * flow's other packets are taken
-				 */
+#define NFB_DECLINE_REASON(e, name, value) e,
+#include "nf_flow_bulk_names.h"
+#undef NFB_DECLINE_REASON
 	__NFB_DECLINE_MAX,
 };
 
 /* Why a taken packet was transmitted one by one instead of in a list. */
 enum nfb_fallback_reason {
-	NFB_FALLBACK_QDISC,	/* egress device has a qdisc */
-	NFB_FALLBACK_EGRESS_HOOK, /* tc or nft egress hook on the device */
-	NFB_FALLBACK_NEIGH,	/* neighbour not connected: neigh_xmit */
-	NFB_FALLBACK_BUSY,	/* txq stopped or locked by this CPU, or the
-				 * driver refused: requeued in the qdisc
-				 */
-	NFB_FALLBACK_TXQ,	/* the queue picked on the built frame is
-				 * not the bulk's
-				 */
+#define NFB_FALLBACK_REASON(e, name, value) e,
+#include "nf_flow_bulk_names.h"
+#undef NFB_FALLBACK_REASON
 	__NFB_FALLBACK_MAX,
 };
 
 /* Why a taken packet was dropped. */
 enum nfb_drop_reason {
-	NFB_DROP_DEV_DOWN,	/* egress device down or gone */
-	NFB_DROP_VALIDATE,	/* validate_xmit_skb_list() refused it */
-	NFB_DROP_XMIT,		/* a noqueue driver refused it */
-	NFB_DROP_QUEUE_FULL,	/* per-CPU queue full while the test_hold
-				 * parameter is set, or during a drain
-				 */
-	NFB_DROP_NOMEM,		/* no headroom could be made */
-	NFB_DROP_HEADER,	/* dev_hard_header() failed */
+#define NFB_DROP_REASON(e, name, value) e,
+#include "nf_flow_bulk_names.h"
+#undef NFB_DROP_REASON
 	__NFB_DROP_MAX,
 };
 
@@ -197,20 +153,17 @@ enum nfb_drop_reason {
  * the packet (skb->vlan_tci) counts as a tag.
  */
 enum nfb_encap {
-	NFB_ENCAP_NONE,		/* plain Ethernet */
-	NFB_ENCAP_VLAN,		/* one 802.1Q or 802.1ad tag */
-	NFB_ENCAP_VLAN2,	/* two tags (802.1ad + 802.1Q, or two 802.1Q) */
-	NFB_ENCAP_PPPOE,	/* PPPoE session, untagged */
-	NFB_ENCAP_VLAN_PPPOE,	/* PPPoE session inside one tag */
+#define NFB_ENCAP_TYPE(e, name, value) e,
+#include "nf_flow_bulk_names.h"
+#undef NFB_ENCAP_TYPE
 	__NFB_ENCAP_MAX,
 };
 
 /* How the flow of a taken packet transmits: NFB_STATS_A_TAKEN_XMIT. */
 enum nfb_xmit {
-	NFB_XMIT_NEIGH,		/* route and neighbour (FLOW_OFFLOAD_XMIT_NEIGH) */
-	NFB_XMIT_DIRECT,	/* cached MAC addresses and output device
-				 * (FLOW_OFFLOAD_XMIT_DIRECT: bridge topologies)
-				 */
+#define NFB_XMIT_TYPE(e, name, value) e,
+#include "nf_flow_bulk_names.h"
+#undef NFB_XMIT_TYPE
 	__NFB_XMIT_MAX,
 };
 

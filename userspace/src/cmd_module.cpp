@@ -61,16 +61,7 @@ std::string hint_for_detach_error(int sys_errno) {
 
 // The name of an attachment state; a newer module's as its number.
 std::string attach_state_name(uint8_t state) {
-  switch (state) {
-    case NFB_ATTACH_ATTACHED:
-      return "attached";
-    case NFB_ATTACH_WAITING:
-      return "waiting";
-    case NFB_ATTACH_STALE:
-      return "stale";
-    default:
-      return std::to_string(state);
-  }
+  return reason_name(attach_state_names(), state);
 }
 
 Json attach_state_json(const std::optional<uint8_t>& state) {

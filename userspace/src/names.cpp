@@ -49,27 +49,56 @@ std::string_view family_names_text() {
 
 namespace {
 
-// Kept in enum order; the static_asserts catch a kernel-side append that was
-// not mirrored here (which still works: the new reason prints as a number).
+// The names of the uapi's sets, from the one list of their members
+// (nf_flow_bulk_names.h), in enum order.
+constexpr std::array<std::string_view, __NFB_ATTACH_STATE_MAX> kAttachStates = {
+#define NFB_ATTACH_STATE(e, name, value) name,
+#include <nf_flow_bulk_names.h>
+#undef NFB_ATTACH_STATE
+};
 constexpr std::array<std::string_view, __NFB_DECLINE_MAX> kDeclineReasons = {
-    "disabled",  "not_ip",    "header",     "no_flowtable", "miss",      "frag",
-    "options",   "ttl",       "mtu",        "tcp_flags",    "dst_stale", "hw_offload",
-    "xmit_type", "encap",     "unwritable", "l4proto",      "shared",    "encap_header",
-    "pppoe",     "ppp_proto", "direct_dev", "encap_gso",
+#define NFB_DECLINE_REASON(e, name, value) name,
+#include <nf_flow_bulk_names.h>
+#undef NFB_DECLINE_REASON
 };
 constexpr std::array<std::string_view, __NFB_FALLBACK_MAX> kFallbackReasons = {
-    "qdisc", "egress_hook", "neigh", "busy", "txq",
+#define NFB_FALLBACK_REASON(e, name, value) name,
+#include <nf_flow_bulk_names.h>
+#undef NFB_FALLBACK_REASON
 };
 constexpr std::array<std::string_view, __NFB_DROP_MAX> kDropReasons = {
-    "dev_down", "validate", "xmit", "queue_full", "nomem", "header",
+#define NFB_DROP_REASON(e, name, value) name,
+#include <nf_flow_bulk_names.h>
+#undef NFB_DROP_REASON
 };
 constexpr std::array<std::string_view, __NFB_ENCAP_MAX> kEncaps = {
-    "none", "vlan", "vlan2", "pppoe", "vlan_pppoe",
+#define NFB_ENCAP_TYPE(e, name, value) name,
+#include <nf_flow_bulk_names.h>
+#undef NFB_ENCAP_TYPE
 };
 constexpr std::array<std::string_view, __NFB_XMIT_MAX> kXmitTypes = {
-    "neigh",
-    "direct",
+#define NFB_XMIT_TYPE(e, name, value) name,
+#include <nf_flow_bulk_names.h>
+#undef NFB_XMIT_TYPE
 };
+
+// Each member's number is ABI: one inserted, removed or moved in the list
+// would renumber those after it, and fails the build here instead.
+#define NFB_PIN_VALUE(e, name, value) static_assert((e) == (value), "uapi number of " #e);
+#define NFB_ATTACH_STATE NFB_PIN_VALUE
+#define NFB_DECLINE_REASON NFB_PIN_VALUE
+#define NFB_FALLBACK_REASON NFB_PIN_VALUE
+#define NFB_DROP_REASON NFB_PIN_VALUE
+#define NFB_ENCAP_TYPE NFB_PIN_VALUE
+#define NFB_XMIT_TYPE NFB_PIN_VALUE
+#include <nf_flow_bulk_names.h>
+#undef NFB_ATTACH_STATE
+#undef NFB_DECLINE_REASON
+#undef NFB_FALLBACK_REASON
+#undef NFB_DROP_REASON
+#undef NFB_ENCAP_TYPE
+#undef NFB_XMIT_TYPE
+#undef NFB_PIN_VALUE
 
 // Words of nft 1.0.6 (bookworm) that are a syntax error as a table, chain
 // or flowtable name in its own listing, although they fit its identifier
@@ -123,6 +152,9 @@ std::span<const std::string_view> nft_unreadable_keywords() {
   return kNftKeywords;
 }
 
+std::span<const std::string_view> attach_state_names() {
+  return kAttachStates;
+}
 std::span<const std::string_view> decline_reason_names() {
   return kDeclineReasons;
 }
@@ -140,8 +172,8 @@ std::span<const std::string_view> xmit_type_names() {
 }
 
 std::string reason_name(std::span<const std::string_view> names, size_t index) {
-  // A slot left empty means the uapi header gained a reason this table does
-  // not name yet.
+  // Past the table: a member of a newer module than the uapi header this
+  // tool was built with.
   if (index < names.size() && !names[index].empty()) {
     return std::string(names[index]);
   }

@@ -17,7 +17,10 @@ std::string family_name(uint32_t nfproto);
 // The keywords family_from_name accepts, for messages.
 std::string_view family_names_text();
 
-// Reason names of the module's statistics (enum nfb_*_reason), in enum order.
+// Names of the uapi's sets (module/uapi/nf_flow_bulk_names.h), in enum order:
+// attachment states (enum nfb_attach_state), reasons of the module's
+// statistics (enum nfb_*_reason).
+std::span<const std::string_view> attach_state_names();
 std::span<const std::string_view> decline_reason_names();
 std::span<const std::string_view> fallback_reason_names();
 std::span<const std::string_view> drop_reason_names();

@@ -13,6 +13,9 @@ FP_DIR=$NFB_LIB
 # shellcheck source=tools/testing/lib/proc.sh
 source "$NFB_LIB/proc.sh"
 FP_GENL=("$FP_DIR/nfb_genl.py")
+# The netlink spec nfb_genl.py reads its numbers and names from.
+# shellcheck disable=SC2034 # for the tests that copy nfb_genl.py
+FP_GENL_SPEC=$FP_DIR/../../../Documentation/netlink/nf_flow_bulk.yaml
 FP_TMP=
 
 fp_tmpdir() {
@@ -24,7 +27,8 @@ fp_cleanup_tmp() {
 }
 
 # fp_unpriv_copy FILE [MODULE...]: print the path of a copy of FILE that
-# any user can read, with copies of the Python MODULEs it imports beside it
+# any user can read, with copies of the Python MODULEs it imports (and of
+# the netlink spec, FP_GENL_SPEC, which nfb_genl.py reads) beside it
 # (after fp_tmpdir; they go with FP_TMP). The work tree may sit where
 # other users cannot reach it (a clone under /root, or in a mktemp -d
 # directory: mode 0700), and a script run as nobody would then fail on

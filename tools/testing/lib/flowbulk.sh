@@ -12,7 +12,8 @@ nfb_proc_totals() {
 	nfb_proc_sums "$1" | sort
 }
 
-# The uapi's reason names (nfb_genl.py mirrors them): the tool prints a
+# The uapi's reason names (nfb_genl.py reads them from the netlink spec,
+# which tools/check-names keeps equal to the uapi's list): the tool prints a
 # reason it does not name yet as its number, /proc by its name.
 NFB_REASON_NAMES=
 nfb_reason_names() {

@@ -30,21 +30,199 @@ GENL_ID_CTRL, CTRL_CMD_GETFAMILY = 16, 3
 CTRL_ATTR_FAMILY_ID, CTRL_ATTR_FAMILY_NAME = 1, 2
 NLMSGERR_ATTR_MSG = 1
 
-CMD = {"attach": 1, "detach": 2, "get_attach": 3, "get_stats": 4,
-       "reset_stats": 5}
-A_FAMILY, A_TABLE, A_FLOWTABLE, A_PRIORITY = 1, 2, 3, 4
-A_DEVICES, A_DEVICE, A_STATS, A_SCANS, A_STATE = 5, 6, 7, 9, 10
-ATTACH_STATES = ["attached", "waiting", "stale"]
 FAMILIES = {"inet": 1, "ip": 2, "ip6": 10}
 
-DECLINE = ["disabled", "not_ip", "header", "no_flowtable", "miss", "frag",
-           "options", "ttl", "mtu", "tcp_flags", "dst_stale", "hw_offload",
-           "xmit_type", "encap", "unwritable", "l4proto", "shared",
-           "encap_header", "pppoe", "ppp_proto", "direct_dev", "encap_gso"]
-FALLBACK = ["qdisc", "egress_hook", "neigh", "busy", "txq"]
-ENCAP = ["none", "vlan", "vlan2", "pppoe", "vlan_pppoe"]
-XMIT = ["neigh", "direct"]
-DROP = ["dev_down", "validate", "xmit", "queue_full", "nomem", "header"]
+# Where the family's numbers and names come from: the committed YNL spec,
+# read with the standard library only (the pollers run python3 -S, without
+# site-packages, so no PyYAML). It reads the subset of YAML the spec is
+# written in: block mappings and sequences, flow [...] and {...} (over
+# several lines too), plain and double-quoted scalars, whole-line comments.
+# tools/check-names fails when it reads the spec otherwise than PyYAML.
+# A copy of this file (fp_unpriv_copy: for a user who cannot reach the work
+# tree) reads the copy of the spec beside it.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+SPEC = os.path.join(_HERE, "nf_flow_bulk.yaml")
+if not os.path.exists(SPEC):
+    SPEC = os.path.join(_HERE, "..", "..", "..", "Documentation", "netlink",
+                        "nf_flow_bulk.yaml")
+
+
+def _scalar(text):
+    text = text.strip()
+    if text.startswith('"'):
+        return text[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+    if text.lstrip("-").isdigit():
+        return int(text)
+    return {"true": True, "false": False}.get(text, text)
+
+
+def _flow(text, i):
+    """The flow collection or scalar at text[i]: (value, index after it)."""
+    while text[i] == " ":
+        i += 1
+    if text[i] in "[{":
+        close = "]" if text[i] == "[" else "}"
+        out = [] if close == "]" else {}
+        i += 1
+        while True:
+            while text[i] in " ,":
+                i += 1
+            if text[i] == close:
+                return out, i + 1
+            if close == "]":
+                val, i = _flow(text, i)
+                out.append(val)
+            else:
+                colon = text.index(":", i)
+                key = text[i:colon].strip()
+                val, i = _flow(text, colon + 1)
+                out[key] = val
+    if text[i] == '"':
+        end = i + 1
+        while text[end] != '"':
+            end += 2 if text[end] == "\\" else 1
+        return _scalar(text[i:end + 1]), end + 1
+    end = i
+    while end < len(text) and text[end] not in ",]}":
+        end += 1
+    return _scalar(text[i:end]), end
+
+
+def _lines(path):
+    """(indent, text) of each logical line: a flow collection spread over
+    several lines joined into one."""
+    out = []
+    pending = None
+    with open(path, encoding="utf-8") as f:
+        for raw in f:
+            text = raw.rstrip()
+            if pending is not None:
+                pending[1] += " " + text.strip()
+            else:
+                if not text.strip() or text.lstrip().startswith("#"):
+                    continue
+                pending = [len(text) - len(text.lstrip()), text.strip()]
+            depth = 0
+            quoted = False
+            for c in pending[1]:
+                if c == '"':
+                    quoted = not quoted
+                elif not quoted and c in "[{":
+                    depth += 1
+                elif not quoted and c in "]}":
+                    depth -= 1
+            if depth == 0:
+                out.append(tuple(pending))
+                pending = None
+    return out
+
+
+def _block(lines, i, indent):
+    """The block node whose lines start at lines[i], indented by indent."""
+    if lines[i][1].startswith("- "):
+        out = []
+        while i < len(lines) and lines[i][0] == indent and lines[i][1].startswith("- "):
+            # An item's text continues at two more columns.
+            item = (indent + 2, lines[i][1][2:])
+            sub = [item]
+            i += 1
+            while i < len(lines) and lines[i][0] > indent:
+                sub.append(lines[i])
+                i += 1
+            val, _ = _block(sub, 0, indent + 2)
+            out.append(val)
+        return out, i
+    if ":" not in lines[i][1] or lines[i][1][0] in "[{\"":
+        return _flow(lines[i][1], 0)[0], i + 1
+    out = {}
+    while i < len(lines) and lines[i][0] == indent:
+        key, _, rest = lines[i][1].partition(":")
+        i += 1
+        if rest.strip():
+            out[key.strip()] = _flow(rest, 0)[0]
+        elif i < len(lines) and lines[i][0] > indent:
+            out[key.strip()], i = _block(lines, i, lines[i][0])
+        else:
+            out[key.strip()] = None
+    return out, i
+
+
+def load_spec(path=None):
+    """The spec as PyYAML's safe_load would give it."""
+    lines = _lines(path or SPEC)
+    return _block(lines, 0, lines[0][0])[0]
+
+
+_SPEC = {}
+
+
+def spec():
+    if not _SPEC:
+        _SPEC.update(load_spec())
+    return _SPEC
+
+
+def _key(name):
+    """A spec name as this client prints it: not-ip is not_ip, as in /proc."""
+    return name.replace("-", "_")
+
+
+def enum(name):
+    """The entries of the spec's enum NAME, in value order."""
+    for d in spec()["definitions"]:
+        if d["name"] == name:
+            return [_key(e) for e in d["entries"]]
+    raise KeyError(name)
+
+
+def const(name):
+    for d in spec()["definitions"]:
+        if d["name"] == name:
+            return d["value"]
+    raise KeyError(name)
+
+
+def attrs(set_name):
+    """{attribute name: (type number, spec entry)} of an attribute set."""
+    for s in spec()["attribute-sets"]:
+        if s["name"] == set_name:
+            out = {}
+            value = 1
+            for a in s["attributes"]:
+                value = a.get("value", value)
+                out[_key(a["name"])] = (value, a)
+                value += 1
+            return out
+    raise KeyError(set_name)
+
+
+def attr_type(set_name, name):
+    return attrs(set_name)[name][0]
+
+
+def commands():
+    return {_key(op["name"]): op["value"]
+            for op in spec()["operations"]["list"]}
+
+
+# The names other scripts import (nfb_genl.CMD, .DECLINE...), read from the
+# spec at first use: the pollers that import this module for one stats read
+# need no more.
+_LAZY = {
+    "CMD": commands,
+    "ATTACH_STATES": lambda: enum("attach-state"),
+    "DECLINE": lambda: enum("decline-reason"),
+    "FALLBACK": lambda: enum("fallback-reason"),
+    "DROP": lambda: enum("drop-reason"),
+    "ENCAP": lambda: enum("encap"),
+    "XMIT": lambda: enum("xmit"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return _LAZY[name]()
+    raise AttributeError(name)
 
 
 class NlError(Exception):
@@ -131,9 +309,10 @@ class Genl:
 def ft_attrs(family, table, name):
     fam = FAMILIES.get(family)
     fam = int(family) if fam is None else fam
-    return (attr(A_FAMILY, struct.pack("I", fam)) +
-            attr(A_TABLE, table.encode() + b"\0") +
-            attr(A_FLOWTABLE, name.encode() + b"\0"))
+    a = attrs("main")
+    return (attr(a["family"][0], struct.pack("I", fam)) +
+            attr(a["table"][0], table.encode() + b"\0") +
+            attr(a["flowtable"][0], name.encode() + b"\0"))
 
 
 def s32(val):
@@ -141,33 +320,35 @@ def s32(val):
 
 
 def list_attach(nl):
+    a_num = {v[0]: k for k, v in attrs("main").items()}
+    dev = {k: v[0] for k, v in attrs("dev").items()}
+    states = enum("attach-state")
     out = []
-    for msg in nl.dump(CMD["get_attach"]):
+    for msg in nl.dump(commands()["get_attach"]):
         a = {"devices": []}
         for atype, val in msg:
-            if atype == A_FAMILY:
+            name = a_num.get(atype)
+            if name == "family":
                 a["family"] = struct.unpack("I", val)[0]
-            elif atype == A_TABLE:
-                a["table"] = val.rstrip(b"\0").decode()
-            elif atype == A_FLOWTABLE:
-                a["flowtable"] = val.rstrip(b"\0").decode()
-            elif atype == A_PRIORITY:
+            elif name in ("table", "flowtable"):
+                a[name] = val.rstrip(b"\0").decode()
+            elif name == "priority":
                 a["priority"] = s32(val)
-            elif atype == A_SCANS:
+            elif name == "scans":
                 a["scans"] = struct.unpack("Q", val)[0]
-            elif atype == A_STATE:
-                a["state"] = (ATTACH_STATES[val[0]] if val[0] < len(ATTACH_STATES)
-                              else val[0])
-            elif atype == A_DEVICES:
+            elif name == "state":
+                a["state"] = states[val[0]] if val[0] < len(states) else val[0]
+            elif name == "devices":
                 a["adjacent"] = {}
-                for _, dev in parse_attrs(val):
-                    d = dict(parse_attrs(dev))
-                    name = d[2].rstrip(b"\0").decode()
-                    a["devices"].append(name)
-                    if 3 in d:
-                        a["adjacent"][name] = bool(d[3][0])
-                    if 5 in d:
-                        a.setdefault("checks", {})[name] = struct.unpack("Q", d[5])[0]
+                for _, d in parse_attrs(val):
+                    d = dict(parse_attrs(d))
+                    ifname = d[dev["ifname"]].rstrip(b"\0").decode()
+                    a["devices"].append(ifname)
+                    if dev["adjacent"] in d:
+                        a["adjacent"][ifname] = bool(d[dev["adjacent"]][0])
+                    if dev["checks"] in d:
+                        a.setdefault("checks", {})[ifname] = struct.unpack(
+                            "Q", d[dev["checks"]])[0]
         out.append(a)
     return out
 
@@ -183,41 +364,47 @@ def counters(val, names):
     return out
 
 
+# The enum that names each counter set of the stats nest (an indexed-array
+# of the spec: attribute type = enum value + 1); the histogram's buckets are
+# named by their smallest bulk.
+COUNTER_ENUMS = {"decline": "decline-reason", "fallback": "fallback-reason",
+                 "drop": "drop-reason", "taken_encap": "encap",
+                 "taken_xmit": "xmit"}
+SCALARS = {"u32": "I", "u64": "Q"}
+
+
 def stats(nl):
+    by_num = {}
+    groups = []
+    for name, (num, a) in attrs("stats").items():
+        if a["type"] == "indexed-array":
+            names = ([str(1 << i) for i in range(const("hist-buckets"))]
+                     if name == "hist" else enum(COUNTER_ENUMS[name]))
+            by_num[num] = (name, names)
+            groups.append(name)
+        elif a["type"] in SCALARS:
+            by_num[num] = (name, SCALARS[a["type"]])
     cpus = []
-    for msg in nl.dump(CMD["get_stats"]):
+    for msg in nl.dump(commands()["get_stats"]):
         for atype, val in msg:
-            if atype != A_STATS:
+            if atype != attr_type("main", "stats"):
                 continue
             c = {}
             for st, v in parse_attrs(val):
-                if st == 1:
-                    c["cpu"] = struct.unpack("I", v)[0]
-                elif st == 2:
-                    c["packets"] = struct.unpack("Q", v)[0]
-                elif st == 3:
-                    c["bulks"] = struct.unpack("Q", v)[0]
-                elif st == 4:
-                    c["hist"] = counters(v, [str(1 << i) for i in range(8)])
-                elif st == 5:
-                    c["decline"] = counters(v, DECLINE)
-                elif st == 6:
-                    c["fallback"] = counters(v, FALLBACK)
-                elif st == 7:
-                    c["drop"] = counters(v, DROP)
-                elif st == 9:
-                    c["taken_encap"] = counters(v, ENCAP)
-                elif st == 10:
-                    c["taken_xmit"] = counters(v, XMIT)
-                elif st == 11:
-                    c["drains"] = struct.unpack("Q", v)[0]
+                if st not in by_num:
+                    continue
+                name, kind = by_num[st]
+                if isinstance(kind, list):
+                    c[name] = counters(v, kind)
+                else:
+                    c[name] = struct.unpack(kind, v)[0]
             cpus.append(c)
-    groups = ("hist", "decline", "fallback", "drop", "taken_encap",
-              "taken_xmit")
-    total = {"packets": 0, "bulks": 0, "drains": 0}
+    sums = [n for n, (num, a) in attrs("stats").items()
+            if a["type"] == "u64"]
+    total = {k: 0 for k in sums}
     total.update({k: {} for k in groups})
     for c in cpus:
-        for k in ("packets", "bulks", "drains"):
+        for k in sums:
             total[k] += c.get(k, 0)
         for k in groups:
             for n, v in c.get(k, {}).items():
@@ -248,13 +435,13 @@ def main(argv):
     nl = Genl()
     cmd, args = argv[0], argv[1:]
     if cmd in ("attach", "detach") and len(args) == 3:
-        nl.do(CMD[cmd], ft_attrs(*args))
+        nl.do(commands()[cmd], ft_attrs(*args))
     elif cmd == "list":
         print(json.dumps(list_attach(nl)))
     elif cmd == "stats":
         print(json.dumps(stats(nl)))
     elif cmd == "reset":
-        nl.do(CMD["reset_stats"])
+        nl.do(commands()["reset_stats"])
     elif cmd == "raw" and args:
         nl.do(int(args[0]), raw_attrs(args[1:]))
     else:
