@@ -47,9 +47,15 @@
  * packet amounts to: it computes the same timeout for every packet of a
  * jiffy and writes it only when it moved by more than HZ.
  *
- * Per-CPU rule: only the owning CPU touches its cache, in softirq context
- * (BH off). Outside a softirq (netif_receive_skb() from process context)
- * the cache is bypassed.
+ * Per-CPU rule: only the owning CPU touches its cache, with BH off: in a
+ * softirq, or where BH is disabled outside one, as a threaded NAPI poll
+ * runs the hook (in_softirq() without in_serving_softirq()). Neither a
+ * softirq nor another BH-off section can start on this CPU until the
+ * lookup's caller is done with the entry (nfb_refresh()), and a BH-off
+ * region is an RCU read-side section (on PREEMPT_RT local_bh_disable()
+ * takes rcu_read_lock() itself), as the argument above needs; the hook
+ * holds rcu_read_lock() anyway. With BH on (netif_receive_skb() from
+ * process context) the cache is bypassed.
  */
 #include <linux/hash.h>
 #include <linux/percpu.h>
@@ -199,7 +205,7 @@ struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
 		     NFB_FC_WORDS > 12 || NFB_FC_WORDS < 2);
 
 	*refreshed = NULL;
-	if (!in_serving_softirq())
+	if (!in_softirq())
 		return flow_offload_lookup(ft, tuple);
 
 	fc = this_cpu_ptr(nfb_fc);

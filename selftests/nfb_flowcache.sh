@@ -14,6 +14,10 @@
 #   - the same tuples in two namespaces (two routers with the same
 #     addresses, device indexes and flowtable): each router's packets get
 #     its own flow's NAT;
+#   - the cache serves a threaded NAPI poll too (BH disabled, no softirq
+#     being served): with R's receive veth polled by its NAPI thread, the
+#     module takes a few flows' datagrams with fewer flowtable lookups
+#     than half of them;
 #   - a flow's timeout, refreshed once per jiffy and CPU for a flow the
 #     cache hands out: a flow sending for three times its timeout stays
 #     offloaded, and only the packets before it was offloaded take the
@@ -25,13 +29,18 @@ source "$(dirname "$0")/lib.sh"
 # shellcheck source=tools/testing/lib/fastpath.sh
 source "$NFB_LIB/fastpath.sh"
 
-nfb_require_tool ip nft python3 conntrack taskset
+nfb_require_tool ip nft python3 conntrack taskset ethtool
 
 FLOWS=600
 PORT=9000
+TRACE=/sys/kernel/tracing
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
+	if [ -d "$TRACE/events/nfbfc" ]; then
+		echo 0 >"$TRACE/events/nfbfc/lookup/enable"
+		echo "-:nfbfc/lookup" >>"$TRACE/kprobe_events"
+	fi
 	cleanup_all_ns
 	fp_cleanup_tmp
 	if nfb_module_loaded; then nfb_unload_module; fi
@@ -279,6 +288,39 @@ t1=$(fp_taken "$R")
 t3=$(fp_taken "$R2")
 check "two routers: router 1's module took $((t1 - t0)), router 2's $((t3 - t2)) of $((FEW * 200)) each" \
 	test $((t1 - t0)) -ge $((FEW * 180)) -a $((t3 - t2)) -ge $((FEW * 180))
+
+# Threaded NAPI: R's r0 receives through NAPI (GRO on; C's c0 without TSO,
+# so that veth hands its datagrams to NAPI) in its own thread, where the
+# hook runs with BH disabled but in_serving_softirq() false. FEW of C's
+# flows, 200 rounds, packet by packet: a kprobe on flow_offload_lookup()
+# counts the flowtable lookups, one per packet for a cache that is
+# bypassed, one per flow and grace period for one that serves the thread.
+few_offloaded() {
+	[ "$(ip netns exec "$R" conntrack -L -p udp 2>/dev/null | grep OFFLOAD |
+		grep -cE 'sport=410(0[0-9]|1[0-5]) ')" -ge "$FEW" ]
+}
+gro0=$(ip netns exec "$R" ethtool -k r0 | awk '$1 == "generic-receive-offload:" { print $2 }')
+ip netns exec "$C" ethtool -K c0 tso off >/dev/null
+ip netns exec "$R" ethtool -K r0 gro on >/dev/null
+ip netns exec "$R" sh -c 'echo 1 >/sys/class/net/r0/threaded'
+FLOWS=$FEW send "$C" 2000 3
+check "threaded NAPI: $FEW flows offloaded" busywait 20000 few_offloaded
+[ -d "$TRACE/events" ] || mount -t tracefs nodev "$TRACE"
+echo "p:nfbfc/lookup nf_flow_table:flow_offload_lookup" >>"$TRACE/kprobe_events"
+echo 1 >"$TRACE/events/nfbfc/lookup/enable"
+t0=$(fp_taken "$R")
+FLOWS=$FEW send "$C" 2010 200
+busywait 30000 fp_taken_above $((t0 + FEW * 190)) || true
+t1=$(fp_taken "$R")
+echo 0 >"$TRACE/events/nfbfc/lookup/enable"
+lookups=$(awk '$1 == "lookup" { print $2 }' "$TRACE/kprobe_profile")
+echo "INFO: threaded NAPI: $(pgrep -c 'napi/' || true) NAPI thread(s)"
+check "threaded NAPI: the module took $((t1 - t0)) of $((FEW * 200))" \
+	test $((t1 - t0)) -ge $((FEW * 180))
+check "threaded NAPI: $lookups flowtable lookups for $((t1 - t0)) datagrams taken (the cache serves the NAPI thread)" \
+	test $((lookups * 2)) -lt $((t1 - t0))
+ip netns exec "$R" sh -c 'echo 0 >/sys/class/net/r0/threaded'
+ip netns exec "$R" ethtool -K r0 gro "$gro0" >/dev/null
 
 # A flow that keeps sending keeps its place in the flowtable: the module
 # refreshes its timeout (flow_offload_refresh()), at most once per jiffy
