@@ -110,8 +110,13 @@ void validate_new_name(std::string_view name, std::string_view what) {
 }
 
 FlowtableRef parse_flowtable_ref(Arguments& arguments) {
+  const std::string family = arguments.take("FAMILY");
+  return parse_flowtable_ref(family, arguments);
+}
+
+FlowtableRef parse_flowtable_ref(std::string_view family, Arguments& arguments) {
   FlowtableRef ref;
-  ref.family = parse_family(arguments.take("FAMILY"));
+  ref.family = parse_family(family);
   ref.table = arguments.take("TABLE");
   validate_name(ref.table, "table");
   ref.flowtable = arguments.take("FLOWTABLE");

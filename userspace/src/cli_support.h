@@ -83,7 +83,9 @@ void validate_name(std::string_view name, std::string_view what);
 // A name flowbulk is about to create: validate_name() and one that nft
 // prints back readably (nft_readable_name()). Throws UsageError (exit 2).
 void validate_new_name(std::string_view name, std::string_view what);
+// FAMILY TABLE FLOWTABLE; the second form when FAMILY was taken already.
 FlowtableRef parse_flowtable_ref(Arguments& arguments);
+FlowtableRef parse_flowtable_ref(std::string_view family, Arguments& arguments);
 
 // Prints {"schema": kJsonSchemaVersion, <body members>} on env.out. Never throws on bad
 // UTF-8 (a device or table name is bytes to the kernel): invalid sequences
