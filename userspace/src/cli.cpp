@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "cli.h"
 
+#include <exception>
 #include <ostream>
 
 #include "commands.h"
@@ -148,6 +149,16 @@ ParsedCommandLine parse_options(const std::vector<std::string>& arguments) {
   return parsed;
 }
 
+// How every failure reaches the user: "Error: MESSAGE" on stderr, after
+// whatever was already printed on stdout. The exit status is the Error's;
+// anything else thrown (std::bad_alloc, a library's exception) is 1.
+int report_failure(Environment& env, const std::exception& failure) {
+  env.out.flush();
+  env.err << "Error: " << failure.what() << '\n';
+  const auto* error = dynamic_cast<const Error*>(&failure);
+  return error != nullptr ? error->exit_code() : kExitFailure;
+}
+
 void dispatch(Invocation& invocation, const std::vector<std::string>& rest) {
   const std::string object = match_keyword(
       rest.front(),
@@ -217,12 +228,8 @@ int run_flowbulk(const std::vector<std::string>& arguments, Environment& env) {
     }
     dispatch(invocation, parsed.rest);
     return kExitOk;
-  } catch (const Error& error) {
-    print_error(env, error.what());
-    return error.exit_code();
-  } catch (const std::exception& error) {
-    print_error(env, error.what());
-    return kExitFailure;
+  } catch (const std::exception& failure) {
+    return report_failure(env, failure);
   }
 }
 

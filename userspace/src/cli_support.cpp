@@ -153,13 +153,4 @@ Json flowtable_ref_json(const FlowtableRef& ref) {
       {"family", family_name(ref.family)}, {"table", ref.table}, {"flowtable", ref.flowtable}};
 }
 
-void fail_with_context(const Error& error, const std::string& context, std::string_view hint) {
-  std::string message = context + ": ";
-  if (!hint.empty()) {
-    message += std::string(hint) + ": ";
-  }
-  message += error.what();
-  throw Error(message, error.sys_errno(), error.extack(), error.exit_code());
-}
-
 }  // namespace flowbulk

@@ -98,8 +98,4 @@ void emit_done(const Invocation& invocation);
 
 Json flowtable_ref_json(const FlowtableRef& ref);
 
-// Adds "what failed" to a kernel error, keeping errno and extack.
-[[noreturn]] void fail_with_context(const Error& error, const std::string& context,
-                                    std::string_view hint = {});
-
 }  // namespace flowbulk

@@ -233,9 +233,8 @@ void flowtable_delete(Invocation& invocation, Arguments& arguments) {
     if (users.empty()) {
       throw;
     }
-    throw Error(message + "; used by:" + users +
-                    "\n(flowbulk offload delete removes the rules flowbulk wrote)",
-                error.sys_errno(), error.extack(), error.exit_code());
+    throw error.with_message(message + "; used by:" + users +
+                             "\n(flowbulk offload delete removes the rules flowbulk wrote)");
   }
   if (!invocation.options.check) {
     detach_quietly(invocation, ref);

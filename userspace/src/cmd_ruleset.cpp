@@ -47,16 +47,16 @@ std::string read_ruleset(Invocation& invocation, const std::string& path) {
            invocation.env.in.gcount() > 0) {
       text.append(chunk.data(), static_cast<size_t>(invocation.env.in.gcount()));
       if (text.size() > kMaxRulesetBytes) {
-        throw Error(too_large("standard input"), EFBIG, {}, kExitUsage);
+        throw UsageError(too_large("standard input"), EFBIG);
       }
     }
     if (invocation.env.in.bad()) {
-      throw Error("cannot read standard input", EIO, {}, kExitUsage);
+      throw UsageError("cannot read standard input", EIO);
     }
     return text;
   }
-  auto fail = [&path](int saved, const std::string& why) -> Error {
-    return Error("cannot read " + path + ": " + why, saved, {}, kExitUsage);
+  auto fail = [&path](int saved, const std::string& why) {
+    return UsageError("cannot read " + path + ": " + why, saved);
   };
   // Opening a FIFO waits for its writer, as nft -f does.
   UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
@@ -76,7 +76,7 @@ std::string read_ruleset(Invocation& invocation, const std::string& path) {
     throw fail(EINVAL, "not a regular file, FIFO or pipe");
   }
   if (S_ISREG(info.st_mode) && static_cast<uintmax_t>(info.st_size) > kMaxRulesetBytes) {
-    throw Error(too_large(path), EFBIG, {}, kExitUsage);
+    throw UsageError(too_large(path), EFBIG);
   }
   std::string text;
   std::vector<char> chunk(size_t{64} << 10);
@@ -94,7 +94,7 @@ std::string read_ruleset(Invocation& invocation, const std::string& path) {
     }
     text.append(chunk.data(), static_cast<size_t>(n));
     if (text.size() > kMaxRulesetBytes) {
-      throw Error(too_large(path), EFBIG, {}, kExitUsage);
+      throw UsageError(too_large(path), EFBIG);
     }
   }
   return text;
@@ -203,7 +203,7 @@ void do_load_file(Invocation& invocation, const std::string& path) {
   try {
     rewrite = json ? rewrite_early_ingress_json(ruleset) : rewrite_early_ingress(ruleset);
   } catch (const UsageError& error) {
-    throw UsageError("cannot load " + name + ": " + error.what());
+    fail_with_context(error, "cannot load " + name);
   }
 
   if (invocation.options.check) {

@@ -104,9 +104,4 @@ void print_list(const Invocation& invocation, std::string_view key, const Record
   list.print_text(invocation.env.out);
 }
 
-void print_error(Environment& env, std::string_view message) {
-  env.out.flush();
-  env.err << "Error: " << message << '\n';
-}
-
 }  // namespace flowbulk

@@ -79,8 +79,4 @@ class RecordList {
 void print_list(const Invocation& invocation, std::string_view key, const RecordList& list,
                 const Json& members = Json::object());
 
-// How every failure reaches the user: "Error: MESSAGE" on stderr, after
-// whatever was already printed on stdout.
-void print_error(Environment& env, std::string_view message);
-
 }  // namespace flowbulk
