@@ -98,4 +98,14 @@ void emit_done(const Invocation& invocation);
 
 Json flowtable_ref_json(const FlowtableRef& ref);
 
+// A JSON array of to_json(item) for each of `items`, in order.
+template <typename Items, typename ToJson>
+Json json_array(const Items& items, ToJson to_json) {
+  Json list = Json::array();
+  for (const auto& item : items) {
+    list.push_back(to_json(item));
+  }
+  return list;
+}
+
 }  // namespace flowbulk

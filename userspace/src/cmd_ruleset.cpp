@@ -171,16 +171,10 @@ void check_file(Invocation& invocation, RulesetEngine& engine, const std::string
     throw Error("check of " + (named ? std::string("the ruleset") : name) + " failed:\n" + errors);
   }
   if (invocation.options.json) {
-    Json attach = Json::array();
-    for (const FlowtableRef& ref : rewrite.flowtables) {
-      attach.push_back(flowtable_ref_json(ref));
-    }
-    Json detach = Json::array();
-    for (const FlowtableRef& ref : rewrite.ingress) {
-      detach.push_back(flowtable_ref_json(ref));
-    }
-    emit_json(invocation,
-              Json{{"file", name}, {"check", true}, {"attach", attach}, {"detach", detach}});
+    emit_json(invocation, Json{{"file", name},
+                               {"check", true},
+                               {"attach", json_array(rewrite.flowtables, flowtable_ref_json)},
+                               {"detach", json_array(rewrite.ingress, flowtable_ref_json)}});
     return;
   }
   for (const FlowtableRef& ref : rewrite.flowtables) {
@@ -300,26 +294,17 @@ void do_load_file(Invocation& invocation, const std::string& path) {
   }
 
   if (invocation.options.json) {
-    Json attached_list = Json::array();
-    for (const FlowtableRef& ref : attached) {
-      attached_list.push_back(flowtable_ref_json(ref));
-    }
-    Json failed_list = Json::array();
-    for (const AttachFailure& failure : failures) {
+    auto failure_json = [](const AttachFailure& failure) {
       Json entry = flowtable_ref_json(failure.ref);
       entry["error"] = failure.error.what();
       entry["errno"] = failure.error.sys_errno();
-      failed_list.push_back(std::move(entry));
-    }
-    Json gone = Json::array();
-    for (const FlowtableRef& ref : detached) {
-      gone.push_back(flowtable_ref_json(ref));
-    }
+      return entry;
+    };
     Json body{{"file", name},
               {"loaded", true},
-              {"attached", attached_list},
-              {"failed", failed_list},
-              {"detached", gone}};
+              {"attached", json_array(attached, flowtable_ref_json)},
+              {"failed", json_array(failures, failure_json)},
+              {"detached", json_array(detached, flowtable_ref_json)}};
     if (invocation.options.echo) {
       // libnftables' echo (`nft -j -e -a`): what the file changed, with handles.
       body["echo"] = echoed_commands(loaded.output);
