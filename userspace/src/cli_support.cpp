@@ -142,6 +142,17 @@ void emit_usage(const Invocation& invocation, const char* text) {
   }
 }
 
+void print_list(const Invocation& invocation, std::string_view key, const RecordList& list,
+                const Json& members) {
+  if (invocation.options.json) {
+    Json body = members;
+    body[std::string(key)] = list.json();
+    emit_json(invocation, body);
+    return;
+  }
+  list.print_text(invocation.env.out);
+}
+
 void emit_done(const Invocation& invocation) {
   if (invocation.options.json) {
     emit_json(invocation, Json{{"ok", true}});

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <initializer_list>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,10 +14,9 @@
 #include "environment.h"
 #include "error.h"
 #include "flowtable_ref.h"
+#include "output.h"
 
 namespace flowbulk {
-
-using Json = nlohmann::ordered_json;
 
 // The version of the JSON documents `-j` prints
 // (Documentation/flowbulk-json.schema.json). Raise it when a field changes
@@ -93,6 +91,10 @@ FlowtableRef parse_flowtable_ref(std::string_view family, Arguments& arguments);
 void emit_json(const Invocation& invocation, const Json& body);
 // Usage text: as is, or with -j as {"schema": N, "usage": TEXT}.
 void emit_usage(const Invocation& invocation, const char* text);
+// Prints a listing once: with -j {"schema": N, <members>..., key: [records]},
+// else the text table. `members` go before the list in the JSON document.
+void print_list(const Invocation& invocation, std::string_view key, const RecordList& list,
+                const Json& members = Json::object());
 // Success of a command that has nothing to show.
 void emit_done(const Invocation& invocation);
 
