@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "cli.h"
 
+#include <algorithm>
+#include <exception>
+#include <iterator>
+#include <optional>
 #include <ostream>
+#include <string_view>
 
 #include "commands.h"
 #include "error.h"
@@ -28,6 +33,22 @@ struct ParsedCommandLine {
   bool version = false;
 };
 
+// The long name of each option, by its letter, in the order a prefix is
+// matched against them ("-st" is -s).
+struct LongOption {
+  std::string_view name;
+  char letter;
+};
+constexpr LongOption kLongOptions[] = {
+    {"json", 'j'},  {"pretty", 'p'}, {"statistics", 's'}, {"stats", 's'}, {"file", 'f'},
+    {"check", 'c'}, {"echo", 'e'},   {"netns", 'n'},      {"help", 'h'},  {"version", 'V'},
+};
+
+// What the options that take a value (-f, -n) need after them.
+const char* option_value(char letter) {
+  return letter == 'f' ? "a FILE (or - for stdin)" : "a network namespace name";
+}
+
 ParsedCommandLine parse_options(const std::vector<std::string>& arguments) {
   ParsedCommandLine parsed;
   size_t i = 0;
@@ -44,67 +65,17 @@ ParsedCommandLine parse_options(const std::vector<std::string>& arguments) {
     // (-json, -stats) and finally bundled short flags (-sj).
     std::string_view name = word;
     name.remove_prefix(word[1] == '-' ? 2 : 1);
-    auto takes_file = [&]() {
+    auto take_value = [&](std::optional<std::string>& value, char letter) {
       if (i + 1 >= arguments.size()) {
-        throw UsageError("option " + word + " needs a FILE (or - for stdin)");
+        throw UsageError("option " + word + " needs " + option_value(letter));
       }
-      if (parsed.options.file) {
-        throw UsageError("option -f given twice");
+      if (value) {
+        throw UsageError(std::string("option -") + letter + " given twice");
       }
-      parsed.options.file = arguments[++i];
+      value = arguments[++i];
     };
-    auto takes_netns = [&]() {
-      if (i + 1 >= arguments.size()) {
-        throw UsageError("option " + word + " needs a network namespace name");
-      }
-      if (parsed.options.netns) {
-        throw UsageError("option -n given twice");
-      }
-      parsed.options.netns = arguments[++i];
-    };
-    if (name.size() > 1) {
-      if (abbreviates(name, "json")) {
-        parsed.options.json = true;
-        continue;
-      }
-      if (abbreviates(name, "pretty")) {
-        parsed.options.pretty = true;
-        continue;
-      }
-      if (abbreviates(name, "statistics") || abbreviates(name, "stats")) {
-        ++parsed.options.detail;
-        continue;
-      }
-      if (abbreviates(name, "file")) {
-        takes_file();
-        continue;
-      }
-      if (abbreviates(name, "check")) {
-        parsed.options.check = true;
-        continue;
-      }
-      if (abbreviates(name, "echo")) {
-        parsed.options.echo = true;
-        continue;
-      }
-      if (abbreviates(name, "netns")) {
-        takes_netns();
-        continue;
-      }
-      if (abbreviates(name, "help")) {
-        parsed.help = true;
-        continue;
-      }
-      if (abbreviates(name, "version")) {
-        parsed.version = true;
-        continue;
-      }
-      if (word[1] == '-') {
-        throw UsageError("unknown option \"" + word + "\"; try \"flowbulk help\"");
-      }
-    }
-    for (size_t k = 0; k < name.size(); ++k) {
-      switch (name[k]) {
+    auto apply = [&](char letter) {
+      switch (letter) {
         case 'j':
           parsed.options.json = true;
           break;
@@ -121,10 +92,7 @@ ParsedCommandLine parse_options(const std::vector<std::string>& arguments) {
           parsed.version = true;
           break;
         case 'f':
-          if (k + 1 != name.size()) {
-            throw UsageError("option -f needs a FILE (or - for stdin)");
-          }
-          takes_file();
+          take_value(parsed.options.file, letter);
           break;
         case 'c':
           parsed.options.check = true;
@@ -133,19 +101,45 @@ ParsedCommandLine parse_options(const std::vector<std::string>& arguments) {
           parsed.options.echo = true;
           break;
         case 'n':
-          if (k + 1 != name.size()) {
-            throw UsageError("option -n needs a network namespace name");
-          }
-          takes_netns();
+          take_value(parsed.options.netns, letter);
           break;
         default:
-          throw UsageError("unknown option \"-" + std::string(1, name[k]) +
+          throw UsageError("unknown option \"-" + std::string(1, letter) +
                            "\"; try \"flowbulk help\"");
       }
+    };
+    if (name.size() > 1) {
+      const auto* long_option = std::ranges::find_if(
+          kLongOptions,
+          [name](const LongOption& option) { return abbreviates(name, option.name); });
+      if (long_option != std::end(kLongOptions)) {
+        apply(long_option->letter);
+        continue;
+      }
+      if (word[1] == '-') {
+        throw UsageError("unknown option \"" + word + "\"; try \"flowbulk help\"");
+      }
+    }
+    for (size_t k = 0; k < name.size(); ++k) {
+      // A value follows the word, so only its last letter can take one.
+      if ((name[k] == 'f' || name[k] == 'n') && k + 1 != name.size()) {
+        throw UsageError(std::string("option -") + name[k] + " needs " + option_value(name[k]));
+      }
+      apply(name[k]);
     }
   }
   parsed.rest.assign(arguments.begin() + static_cast<std::ptrdiff_t>(i), arguments.end());
   return parsed;
+}
+
+// How every failure reaches the user: "Error: MESSAGE" on stderr, after
+// whatever was already printed on stdout. The exit status is the Error's;
+// anything else thrown (std::bad_alloc, a library's exception) is 1.
+int report_failure(Environment& env, const std::exception& failure) {
+  env.out.flush();
+  env.err << "Error: " << failure.what() << '\n';
+  const auto* error = dynamic_cast<const Error*>(&failure);
+  return error != nullptr ? error->exit_code() : kExitFailure;
 }
 
 void dispatch(Invocation& invocation, const std::vector<std::string>& rest) {
@@ -217,12 +211,8 @@ int run_flowbulk(const std::vector<std::string>& arguments, Environment& env) {
     }
     dispatch(invocation, parsed.rest);
     return kExitOk;
-  } catch (const Error& error) {
-    print_error(env, error.what());
-    return error.exit_code();
-  } catch (const std::exception& error) {
-    print_error(env, error.what());
-    return kExitFailure;
+  } catch (const std::exception& failure) {
+    return report_failure(env, failure);
   }
 }
 

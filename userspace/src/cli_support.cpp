@@ -110,8 +110,13 @@ void validate_new_name(std::string_view name, std::string_view what) {
 }
 
 FlowtableRef parse_flowtable_ref(Arguments& arguments) {
+  const std::string family = arguments.take("FAMILY");
+  return parse_flowtable_ref(family, arguments);
+}
+
+FlowtableRef parse_flowtable_ref(std::string_view family, Arguments& arguments) {
   FlowtableRef ref;
-  ref.family = parse_family(arguments.take("FAMILY"));
+  ref.family = parse_family(family);
   ref.table = arguments.take("TABLE");
   validate_name(ref.table, "table");
   ref.flowtable = arguments.take("FLOWTABLE");
@@ -137,6 +142,17 @@ void emit_usage(const Invocation& invocation, const char* text) {
   }
 }
 
+void print_list(const Invocation& invocation, std::string_view key, const RecordList& list,
+                const Json& members) {
+  if (invocation.options.json) {
+    Json body = members;
+    body[std::string(key)] = list.json();
+    emit_json(invocation, body);
+    return;
+  }
+  list.print_text(invocation.env.out);
+}
+
 void emit_done(const Invocation& invocation) {
   if (invocation.options.json) {
     emit_json(invocation, Json{{"ok", true}});
@@ -146,15 +162,6 @@ void emit_done(const Invocation& invocation) {
 Json flowtable_ref_json(const FlowtableRef& ref) {
   return Json{
       {"family", family_name(ref.family)}, {"table", ref.table}, {"flowtable", ref.flowtable}};
-}
-
-void fail_with_context(const Error& error, const std::string& context, std::string_view hint) {
-  std::string message = context + ": ";
-  if (!hint.empty()) {
-    message += std::string(hint) + ": ";
-  }
-  message += error.what();
-  throw Error(message, error.sys_errno(), error.extack(), error.exit_code());
 }
 
 }  // namespace flowbulk

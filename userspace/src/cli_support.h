@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <initializer_list>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,10 +14,9 @@
 #include "environment.h"
 #include "error.h"
 #include "flowtable_ref.h"
+#include "output.h"
 
 namespace flowbulk {
-
-using Json = nlohmann::ordered_json;
 
 // The version of the JSON documents `-j` prints
 // (Documentation/flowbulk-json.schema.json). Raise it when a field changes
@@ -83,7 +81,9 @@ void validate_name(std::string_view name, std::string_view what);
 // A name flowbulk is about to create: validate_name() and one that nft
 // prints back readably (nft_readable_name()). Throws UsageError (exit 2).
 void validate_new_name(std::string_view name, std::string_view what);
+// FAMILY TABLE FLOWTABLE; the second form when FAMILY was taken already.
 FlowtableRef parse_flowtable_ref(Arguments& arguments);
+FlowtableRef parse_flowtable_ref(std::string_view family, Arguments& arguments);
 
 // Prints {"schema": kJsonSchemaVersion, <body members>} on env.out. Never throws on bad
 // UTF-8 (a device or table name is bytes to the kernel): invalid sequences
@@ -91,13 +91,23 @@ FlowtableRef parse_flowtable_ref(Arguments& arguments);
 void emit_json(const Invocation& invocation, const Json& body);
 // Usage text: as is, or with -j as {"schema": N, "usage": TEXT}.
 void emit_usage(const Invocation& invocation, const char* text);
+// Prints a listing once: with -j {"schema": N, <members>..., key: [records]},
+// else the text table. `members` go before the list in the JSON document.
+void print_list(const Invocation& invocation, std::string_view key, const RecordList& list,
+                const Json& members = Json::object());
 // Success of a command that has nothing to show.
 void emit_done(const Invocation& invocation);
 
 Json flowtable_ref_json(const FlowtableRef& ref);
 
-// Adds "what failed" to a kernel error, keeping errno and extack.
-[[noreturn]] void fail_with_context(const Error& error, const std::string& context,
-                                    std::string_view hint = {});
+// A JSON array of to_json(item) for each of `items`, in order.
+template <typename Items, typename ToJson>
+Json json_array(const Items& items, ToJson to_json) {
+  Json list = Json::array();
+  for (const auto& item : items) {
+    list.push_back(to_json(item));
+  }
+  return list;
+}
 
 }  // namespace flowbulk

@@ -233,9 +233,8 @@ void flowtable_delete(Invocation& invocation, Arguments& arguments) {
     if (users.empty()) {
       throw;
     }
-    throw Error(message + "; used by:" + users +
-                    "\n(flowbulk offload delete removes the rules flowbulk wrote)",
-                error.sys_errno(), error.extack(), error.exit_code());
+    throw error.with_message(message + "; used by:" + users +
+                             "\n(flowbulk offload delete removes the rules flowbulk wrote)");
   }
   if (!invocation.options.check) {
     detach_quietly(invocation, ref);
@@ -304,16 +303,10 @@ void flowtable_device(Invocation& invocation, Arguments& arguments) {
 
 void flowtable_list(Invocation& invocation, Arguments& arguments) {
   const std::optional<uint8_t> family = optional_family(arguments);
-  std::optional<std::string> table;
-  std::optional<std::string> name;
-  if (family && !arguments.empty()) {
-    table = arguments.take("TABLE");
-    validate_name(*table, "table");
-  }
-  if (table && !arguments.empty()) {
-    name = arguments.take("NAME");
-    validate_name(*name, "flowtable");
-  }
+  const std::optional<std::string> table =
+      optional_name(arguments, family.has_value(), "TABLE", "table");
+  const std::optional<std::string> name =
+      optional_name(arguments, table.has_value(), "NAME", "flowtable");
   arguments.expect_end();
   std::vector<NftnlFlowtablePtr> flowtables;
   try {

@@ -353,18 +353,10 @@ void offload_add(Invocation& invocation, Arguments& arguments) {
     }
   }
   if (invocation.options.json) {
-    Json added = Json::array();
-    for (const OffloadRule& rule : result.added) {
-      added.push_back(offload_rule_json(rule));
-    }
-    Json present = Json::array();
-    for (const OffloadRule& rule : result.present) {
-      present.push_back(offload_rule_json(rule));
-    }
     Json body{{"changed", changed && !check},
               {"chain_created", result.chain_created && !check},
-              {"added", added},
-              {"present", present}};
+              {"added", json_array(result.added, offload_rule_json)},
+              {"present", json_array(result.present, offload_rule_json)}};
     if (check) {
       // What would change: the plan, checked by the kernel.
       body["check"] = true;
@@ -566,12 +558,8 @@ void offload_delete(Invocation& invocation, Arguments& arguments) {
         echoed.push_back(nft_command("delete", "rule", offload_rule_json(rule)));
       }
     }
-    Json kept = Json::array();
-    for (const OffloadRule& rule : left) {
-      kept.push_back(offload_rule_json(rule));
-    }
     // Under -c, "deleted" is what would be.
-    Json body{{"deleted", list}, {"left", kept}};
+    Json body{{"deleted", list}, {"left", json_array(left, offload_rule_json)}};
     if (check) {
       body["check"] = true;
     }

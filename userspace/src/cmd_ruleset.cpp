@@ -47,16 +47,16 @@ std::string read_ruleset(Invocation& invocation, const std::string& path) {
            invocation.env.in.gcount() > 0) {
       text.append(chunk.data(), static_cast<size_t>(invocation.env.in.gcount()));
       if (text.size() > kMaxRulesetBytes) {
-        throw Error(too_large("standard input"), EFBIG, {}, kExitUsage);
+        throw UsageError(too_large("standard input"), EFBIG);
       }
     }
     if (invocation.env.in.bad()) {
-      throw Error("cannot read standard input", EIO, {}, kExitUsage);
+      throw UsageError("cannot read standard input", EIO);
     }
     return text;
   }
-  auto fail = [&path](int saved, const std::string& why) -> Error {
-    return Error("cannot read " + path + ": " + why, saved, {}, kExitUsage);
+  auto fail = [&path](int saved, const std::string& why) {
+    return UsageError("cannot read " + path + ": " + why, saved);
   };
   // Opening a FIFO waits for its writer, as nft -f does.
   UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
@@ -76,7 +76,7 @@ std::string read_ruleset(Invocation& invocation, const std::string& path) {
     throw fail(EINVAL, "not a regular file, FIFO or pipe");
   }
   if (S_ISREG(info.st_mode) && static_cast<uintmax_t>(info.st_size) > kMaxRulesetBytes) {
-    throw Error(too_large(path), EFBIG, {}, kExitUsage);
+    throw UsageError(too_large(path), EFBIG);
   }
   std::string text;
   std::vector<char> chunk(size_t{64} << 10);
@@ -94,7 +94,7 @@ std::string read_ruleset(Invocation& invocation, const std::string& path) {
     }
     text.append(chunk.data(), static_cast<size_t>(n));
     if (text.size() > kMaxRulesetBytes) {
-      throw Error(too_large(path), EFBIG, {}, kExitUsage);
+      throw UsageError(too_large(path), EFBIG);
     }
   }
   return text;
@@ -171,16 +171,10 @@ void check_file(Invocation& invocation, RulesetEngine& engine, const std::string
     throw Error("check of " + (named ? std::string("the ruleset") : name) + " failed:\n" + errors);
   }
   if (invocation.options.json) {
-    Json attach = Json::array();
-    for (const FlowtableRef& ref : rewrite.flowtables) {
-      attach.push_back(flowtable_ref_json(ref));
-    }
-    Json detach = Json::array();
-    for (const FlowtableRef& ref : rewrite.ingress) {
-      detach.push_back(flowtable_ref_json(ref));
-    }
-    emit_json(invocation,
-              Json{{"file", name}, {"check", true}, {"attach", attach}, {"detach", detach}});
+    emit_json(invocation, Json{{"file", name},
+                               {"check", true},
+                               {"attach", json_array(rewrite.flowtables, flowtable_ref_json)},
+                               {"detach", json_array(rewrite.ingress, flowtable_ref_json)}});
     return;
   }
   for (const FlowtableRef& ref : rewrite.flowtables) {
@@ -203,7 +197,7 @@ void do_load_file(Invocation& invocation, const std::string& path) {
   try {
     rewrite = json ? rewrite_early_ingress_json(ruleset) : rewrite_early_ingress(ruleset);
   } catch (const UsageError& error) {
-    throw UsageError("cannot load " + name + ": " + error.what());
+    fail_with_context(error, "cannot load " + name);
   }
 
   if (invocation.options.check) {
@@ -300,26 +294,17 @@ void do_load_file(Invocation& invocation, const std::string& path) {
   }
 
   if (invocation.options.json) {
-    Json attached_list = Json::array();
-    for (const FlowtableRef& ref : attached) {
-      attached_list.push_back(flowtable_ref_json(ref));
-    }
-    Json failed_list = Json::array();
-    for (const AttachFailure& failure : failures) {
+    auto failure_json = [](const AttachFailure& failure) {
       Json entry = flowtable_ref_json(failure.ref);
       entry["error"] = failure.error.what();
       entry["errno"] = failure.error.sys_errno();
-      failed_list.push_back(std::move(entry));
-    }
-    Json gone = Json::array();
-    for (const FlowtableRef& ref : detached) {
-      gone.push_back(flowtable_ref_json(ref));
-    }
+      return entry;
+    };
     Json body{{"file", name},
               {"loaded", true},
-              {"attached", attached_list},
-              {"failed", failed_list},
-              {"detached", gone}};
+              {"attached", json_array(attached, flowtable_ref_json)},
+              {"failed", json_array(failures, failure_json)},
+              {"detached", json_array(detached, flowtable_ref_json)}};
     if (invocation.options.echo) {
       // libnftables' echo (`nft -j -e -a`): what the file changed, with handles.
       body["echo"] = echoed_commands(loaded.output);

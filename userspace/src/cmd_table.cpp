@@ -81,11 +81,8 @@ void table_delete(Invocation& invocation, Arguments& arguments) {
 
 void table_list(Invocation& invocation, Arguments& arguments) {
   const std::optional<uint8_t> family = optional_family(arguments);
-  std::optional<std::string> name;
-  if (family && !arguments.empty()) {
-    name = arguments.take("NAME");
-    validate_name(*name, "table");
-  }
+  const std::optional<std::string> name =
+      optional_name(arguments, family.has_value(), "NAME", "table");
   arguments.expect_end();
   std::vector<NftnlTablePtr> tables;
   try {

@@ -360,6 +360,16 @@ std::optional<uint8_t> optional_family(Arguments& arguments) {
   return parse_family(arguments.take("FAMILY"));
 }
 
+std::optional<std::string> optional_name(Arguments& arguments, bool given, std::string_view word,
+                                         std::string_view what) {
+  if (!given || arguments.empty()) {
+    return std::nullopt;
+  }
+  std::string name = arguments.take(word);
+  validate_name(name, what);
+  return name;
+}
+
 void dispatch_object(Invocation& invocation, Arguments& arguments, const ObjectCommands& object) {
   const std::string what = object.object;
   std::string command =

@@ -137,6 +137,11 @@ std::vector<std::string> parse_devices(const std::string& list, Environment& env
 // An optional FAMILY word.
 std::optional<uint8_t> optional_family(Arguments& arguments);
 
+// The optional NAME after an optional word that was given (`given`): the
+// next word, if any, as the name of a `what` (validate_name()).
+std::optional<std::string> optional_name(Arguments& arguments, bool given, std::string_view word,
+                                         std::string_view what);
+
 // The commands of one nft object (table, flowtable, offload).
 struct ObjectCommands {
   const char* object;

@@ -110,7 +110,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{{"-f"}, "option -f needs a FILE"},
         BadInput{{"-f", "/nonexistent/ruleset.nft"},
                  "cannot read /nonexistent/ruleset.nft: No such file or directory (ENOENT"},
-        BadInput{{"-f", "-", "table", "list"}, "-f takes no OBJECT (got \"table\")"}),
+        BadInput{{"-f", "-", "table", "list"}, "-f takes no OBJECT (got \"table\")"},
+        // The optional names of a listing are names of what exists.
+        BadInput{{"table", "list", "inet", ""}, "table name is empty"},
+        BadInput{{"flowtable", "list", "inet", ""}, "table name is empty"},
+        BadInput{{"flowtable", "list", "inet", "t", std::string(256, 'a')},
+                 "flowtable name is longer than 255 bytes"}),
     // Readable CTest names: the arguments with everything else as '_'.
     [](const ::testing::TestParamInfo<BadInput>& info) {
       std::string name = std::to_string(info.index);

@@ -68,6 +68,19 @@ std::string errno_text(int sys_errno) {
   return text;
 }
 
+Error system_error(const std::string& what, int sys_errno) {
+  return Error(what + ": " + errno_text(sys_errno), sys_errno);
+}
+
+void fail_with_context(const Error& error, const std::string& context, std::string_view hint) {
+  std::string message = context + ": ";
+  if (!hint.empty()) {
+    message += std::string(hint) + ": ";
+  }
+  message += error.what();
+  throw error.with_message(message);
+}
+
 std::string KernelError::describe(int sys_errno, const std::string& extack) {
   if (extack.empty()) {
     return errno_text(sys_errno);

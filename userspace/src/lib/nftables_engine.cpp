@@ -65,7 +65,7 @@ class LibnftablesEngine final : public RulesetEngine {
     // file: no temporary file on disk to leak or race on.
     UniqueFd memory(memfd_create("flowbulk-ruleset", MFD_CLOEXEC));
     if (memory.get() < 0) {
-      throw Error("cannot create an in-memory file: " + errno_text(errno), errno);
+      throw system_error("cannot create an in-memory file", errno);
     }
     size_t written = 0;
     while (written < ruleset.size()) {
@@ -74,7 +74,7 @@ class LibnftablesEngine final : public RulesetEngine {
         if (errno == EINTR) {
           continue;
         }
-        throw Error("cannot write the in-memory ruleset: " + errno_text(errno), errno);
+        throw system_error("cannot write the in-memory ruleset", errno);
       }
       written += static_cast<size_t>(n);
     }

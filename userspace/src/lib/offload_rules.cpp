@@ -10,27 +10,21 @@
 #include <string_view>
 #include <utility>
 
+#include "names.h"
+
 namespace flowbulk {
 
 namespace {
 
 using Json = nlohmann::ordered_json;
 
+// No flowtable is in arp, bridge or netdev: family_from_name() knows only
+// ip, ip6 and inet.
 std::optional<uint8_t> family_number(const Json& name) {
   if (!name.is_string()) {
     return std::nullopt;
   }
-  const std::string& text = name.get_ref<const std::string&>();
-  if (text == "ip") {
-    return NFPROTO_IPV4;
-  }
-  if (text == "ip6") {
-    return NFPROTO_IPV6;
-  }
-  if (text == "inet") {
-    return NFPROTO_INET;
-  }
-  return std::nullopt;  // no flowtable in arp, bridge, netdev
+  return family_from_name(name.get_ref<const std::string&>());
 }
 
 // One protocol value: a number (`nft -p`) or one of nft's names for the

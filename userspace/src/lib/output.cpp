@@ -93,20 +93,4 @@ void RecordList::print_text(std::ostream& out) const {
   table.print(out);
 }
 
-void print_list(const Invocation& invocation, std::string_view key, const RecordList& list,
-                const Json& members) {
-  if (invocation.options.json) {
-    Json body = members;
-    body[std::string(key)] = list.json();
-    emit_json(invocation, body);
-    return;
-  }
-  list.print_text(invocation.env.out);
-}
-
-void print_error(Environment& env, std::string_view message) {
-  env.out.flush();
-  env.err << "Error: " << message << '\n';
-}
-
 }  // namespace flowbulk

@@ -7,16 +7,19 @@
 // without, the columns a list declares pick the fields that show in text,
 // each under its title, in the column's order.
 
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "cli_support.h"
 #include "text_table.h"
 
 namespace flowbulk {
+
+// Ordered: the members print in the order they were written.
+using Json = nlohmann::ordered_json;
 
 // The text of a JSON value in a text cell: null "-", a string as is, a
 // boolean "yes"/"no", an array its elements' texts joined by "," ("-"
@@ -58,8 +61,9 @@ struct Column {
   TextTable::Align align = TextTable::Align::kLeft;
 };
 
-// A list of records. -j: an array (inside a document from print()); text:
-// a table of the columns, nothing at all when the list is empty.
+// A list of records. -j: an array (inside a document from print_list(),
+// cli_support.h); text: a table of the columns, nothing at all when the
+// list is empty.
 class RecordList {
  public:
   explicit RecordList(std::vector<Column> columns) : columns_(std::move(columns)) {}
@@ -73,14 +77,5 @@ class RecordList {
   std::vector<Column> columns_;
   std::vector<Record> records_;
 };
-
-// Prints a listing once: with -j {"schema": N, <members>..., key: [records]},
-// else the text table. `members` go before the list in the JSON document.
-void print_list(const Invocation& invocation, std::string_view key, const RecordList& list,
-                const Json& members = Json::object());
-
-// How every failure reaches the user: "Error: MESSAGE" on stderr, after
-// whatever was already printed on stdout.
-void print_error(Environment& env, std::string_view message);
 
 }  // namespace flowbulk

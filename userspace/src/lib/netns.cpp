@@ -19,11 +19,11 @@ void enter_named_netns(const std::string& name, const std::string& directory) {
   UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     const int saved = errno;
-    throw Error("cannot open network namespace \"" + name + "\": " + errno_text(saved), saved);
+    throw system_error("cannot open network namespace \"" + name + "\"", saved);
   }
   if (setns(fd.get(), CLONE_NEWNET) != 0) {
     const int saved = errno;
-    throw Error("cannot enter network namespace \"" + name + "\": " + errno_text(saved), saved);
+    throw system_error("cannot enter network namespace \"" + name + "\"", saved);
   }
 }
 

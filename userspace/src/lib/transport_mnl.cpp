@@ -25,7 +25,7 @@ constexpr time_t kReceiveTimeoutSeconds = 30;
 
 MnlTransport::MnlTransport(int netlink_protocol) : socket_(mnl_socket_open(netlink_protocol)) {
   if (socket_ == nullptr) {
-    throw Error("cannot open netlink socket: " + errno_text(errno), errno);
+    throw system_error("cannot open netlink socket", errno);
   }
   int enable = 1;
   // Extended acks carry the kernel's human-readable reason; capped acks keep
@@ -37,7 +37,7 @@ MnlTransport::MnlTransport(int netlink_protocol) : socket_(mnl_socket_open(netli
   if (mnl_socket_bind(socket_, 0, MNL_SOCKET_AUTOPID) < 0) {
     int saved = errno;
     mnl_socket_close(socket_);
-    throw Error("cannot bind netlink socket: " + errno_text(saved), saved);
+    throw system_error("cannot bind netlink socket", saved);
   }
 }
 
@@ -47,7 +47,7 @@ MnlTransport::~MnlTransport() {
 
 void MnlTransport::send(std::span<const uint8_t> datagram) {
   if (mnl_socket_sendto(socket_, datagram.data(), datagram.size()) < 0) {
-    throw Error("cannot send netlink message: " + errno_text(errno), errno);
+    throw system_error("cannot send netlink message", errno);
   }
 }
 
@@ -65,7 +65,7 @@ Datagram MnlTransport::receive() {
           "no reply from the kernel within " + std::to_string(kReceiveTimeoutSeconds) + " s",
           ETIMEDOUT);
     }
-    throw Error("cannot receive netlink message: " + errno_text(saved), saved);
+    throw system_error("cannot receive netlink message", saved);
   }
   buffer.resize(static_cast<size_t>(length));
   return buffer;
