@@ -253,7 +253,10 @@ tap_start() {
 	[ "$tap" != none ] || return 0
 	[ "$tap" != drop ] || filter=(ether proto 0x88b5)
 	rm -f "$tap_err"
-	in_ns "$NS_WEST" tcpdump -i "$TOPO_MID_W" -Q out -nn -B 8192 -w /dev/null \
+	# Not through in_ns(): $! must be tcpdump's, not that of a subshell
+	# that ignores the SIGINT (an asynchronous command's, without job
+	# control) which ends the capture.
+	ip netns exec "$NS_WEST" tcpdump -i "$TOPO_MID_W" -Q out -nn -B 8192 -w /dev/null \
 		"${filter[@]}" 2>"$tap_err" &
 	tap_pid=$!
 	for ((i = 0; i < 300; i++)); do
