@@ -302,6 +302,7 @@ check "1500 bytes with DF into ipip: declined as mtu" busywait 30000 declined_mt
 check "1500 bytes with DF into ipip: not taken" test "$(mstat "t['packets']")" -eq "$p0"
 
 # A decline's order key through tun6l (above).
+key_t0=$SECONDS
 ip -n "$S" -batch - <<-EOF
 addr add fd00:7::1/128 dev d0 nodad
 addr add fd00:8::1/128 dev d0 nodad
@@ -361,6 +362,7 @@ ip netns exec "$S" python3 "${PY[@]}" end "$key_f,0"
 ip netns exec "$C" python3 "${PY[@]}" end "$other_f,0"
 check "order key through tun6l: C got 0..4 in order" fp_stream_verdict 6108 5
 check "order key through tun6l: S got the other flow's 2 after the hold" fp_stream_verdict 6109 2
+echo "INFO: order key through tun6l: $((SECONDS - key_t0)) s"
 
 echo "INFO: module: $(mstat '{k: t[k] for k in ("packets", "bulks", "taken_encap", "taken_xmit")}')"
 fp_genl "$R" detach inet fp ft
