@@ -195,7 +195,7 @@ qm_probe() {
 			>>"$TRACE/kprobe_events"
 		: >"$TRACE/trace"
 		echo 1 >"$TRACE/events/nfb_bond/qx/enable"
-	elif [ -d "$TRACE/events/nfb_bond" ]; then
+	elif [ -d "$TRACE/events/nfb_bond/qx" ]; then
 		echo 0 >"$TRACE/events/nfb_bond/qx/enable"
 		echo "-:nfb_bond/qx" >>"$TRACE/kprobe_events"
 	fi
