@@ -42,6 +42,11 @@
 # back before the transmit; its inline pick for single-queue devices once
 # skipped the keeping, and the slaves got the bytes of the module's own
 # state instead (fe8f974).
+#
+# The pick on the built frame (xor only, vlan_pick() below): a stream
+# into a VLAN device on the bond, the bulk to the bond with the tag pushed
+# by the module: bond_select_queue() must see the frame as the stock path
+# shows it.
 # nfb-timeout: 1200
 # nfb-long
 set -eu
@@ -59,6 +64,7 @@ TRACE=/sys/kernel/tracing
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
 	qm_probe off
+	pick_probe off
 	cleanup_all_ns
 	fp_cleanup_tmp
 	if nfb_module_loaded; then nfb_unload_module; fi
@@ -189,7 +195,7 @@ qm_probe() {
 			>>"$TRACE/kprobe_events"
 		: >"$TRACE/trace"
 		echo 1 >"$TRACE/events/nfb_bond/qx/enable"
-	elif [ -d "$TRACE/events/nfb_bond" ]; then
+	elif [ -d "$TRACE/events/nfb_bond/qx" ]; then
 		echo 0 >"$TRACE/events/nfb_bond/qx/enable"
 		echo "-:nfb_bond/qx" >>"$TRACE/kprobe_events"
 	fi
@@ -201,6 +207,98 @@ qm_top() {
 	grep -o 'qm=[0-9]* dev="o0[ab]"' "$TRACE/trace" | sed 's/qm=//; s/ dev=.*//' |
 		sort | uniq -c | sort -rn | awk 'NR == 1 { print $2, $1 } END { if (!NR) print "none 0" }'
 	: >"$TRACE/trace"
+}
+
+# pick_probe on|off: a kprobe on bond_select_queue() recording, for the
+# master it is asked for, what the pick sees of the frame: whether
+# skb->data is at the MAC header (head + mac_header), the two bytes at
+# data + 12 (the ethertype there, little-endian: 0x0008 for IPv4) and
+# skb->vlan_tci. Offsets from the running kernel's BTF.
+pick_probe() {
+	if [ "$1" = on ]; then
+		local bt data head mh tci name
+		bt=$(pahole -C sk_buff /sys/kernel/btf/vmlinux 2>/dev/null)
+		data=$(sed -n 's|.*unsigned char \* *data; */\* *\([0-9]*\) .*|\1|p' <<<"$bt" | head -n 1)
+		head=$(sed -n 's|.*unsigned char \* *head; */\* *\([0-9]*\) .*|\1|p' <<<"$bt" | head -n 1)
+		mh=$(sed -n 's|.*__u16 *mac_header; */\* *\([0-9]*\) .*|\1|p' <<<"$bt" | head -n 1)
+		tci=$(sed -n 's|.*__u16 *vlan_tci; */\* *\([0-9]*\) .*|\1|p' <<<"$bt" | head -n 1)
+		name=$(pahole -C net_device /sys/kernel/btf/vmlinux 2>/dev/null |
+			sed -n 's|.*char *name\[16\]; */\* *\([0-9]*\) .*|\1|p' | head -n 1)
+		if [ -z "$data" ] || [ -z "$head" ] || [ -z "$mh" ] || [ -z "$tci" ] || [ -z "$name" ]; then
+			log_fail "no offsets of sk_buff's data, head, mac_header, vlan_tci, net_device.name in the kernel's BTF"
+			exit "$ksft_fail"
+		fi
+		[ -d "$TRACE/events" ] || mount -t tracefs nodev "$TRACE"
+		echo 0 >"$TRACE/options/record-cmd"
+		echo "p:nfb_bond/pick bond_select_queue dev=+$name(%di):string d=+$data(%si):x64 h=+$head(%si):x64 mh=+$mh(%si):u16 et=+12(+$data(%si)):x16 tci=+$tci(%si):u16" \
+			>>"$TRACE/kprobe_events"
+		: >"$TRACE/trace"
+		echo 1 >"$TRACE/events/nfb_bond/pick/enable"
+	elif [ -d "$TRACE/events/nfb_bond/pick" ]; then
+		echo 0 >"$TRACE/events/nfb_bond/pick/enable"
+		echo "-:nfb_bond/pick" >>"$TRACE/kprobe_events"
+	fi
+}
+
+# pick_top: what bond_select_queue() saw most often for o0 since the last
+# call, "MAC-AT-DATA ETHERTYPE TCI COUNT" (MAC-AT-DATA: 1 when skb->data
+# was at the MAC header), then the number of picks that saw skb->data
+# elsewhere: "... BAD".
+pick_top() {
+	local d h mh et tci
+	sed -n 's/.* dev="o0" d=\(0x[0-9a-f]*\) h=\(0x[0-9a-f]*\) mh=\([0-9]*\) et=\(0x[0-9a-f]*\) tci=\([0-9]*\).*/\1 \2 \3 \4 \5/p' \
+		"$TRACE/trace" | while read -r d h mh et tci; do
+		echo "$((d - h == mh ? 1 : 0)) $et $((tci & 0xfff))"
+	done | sort | uniq -c | sort -rn |
+		awk '$2 != 1 { bad += $1 } NR == 1 { top = $2 " " $3 " " $4 " " $1 }
+			END { if (!NR) top = "none none none 0"; print top, bad + 0 }'
+	: >"$TRACE/trace"
+}
+
+# vlan_pick: the queue pick on the built frame (finding 6 of issue 40).
+# A VLAN device o0.10 on the bond o0 (S: s0.10 on s0), 10.0.4.0/24
+# through it: the module sends to the bond itself (before 6.19 standing in
+# for o0.10, from 6.19 as the stock hook does) and asks its
+# bond_select_queue() for the queue. A device's
+# pick may read the frame (DCB picks read the tag, mac80211 the receiver
+# address at skb->data), so it must get the frame the stock path gives it
+# through o0.10: skb->data at the Ethernet header, the network protocol
+# there, the tag in vlan_tci. A kprobe on bond_select_queue() records
+# what each pick on o0 sees, with the module (its stream taken) and with
+# the module detached (the stock flowtable's path). Picked before the
+# header is pushed, skb->data would be the IP header. Leaves the module
+# detached.
+vlan_pick() {
+	local smq scount sbad mmq mcount mbad
+	local t0=$SECONDS
+	ip -n "$R" link add link o0 name o0.10 type vlan id 10
+	ip -n "$R" addr add 10.0.4.254/24 dev o0.10
+	ip -n "$R" link set o0.10 up
+	ip -n "$S" -b - <<-EOF
+	link add link s0 name s0.10 type vlan id 10
+	addr add 10.0.4.1/24 dev s0.10
+	link set s0.10 up
+	rule add from 10.0.4.1 table 4
+	route add default via 10.0.4.254 table 4
+	EOF
+	busywait 60000 ip netns exec "$C" ping -c1 -W1 -q 10.0.4.1 >/dev/null ||
+		{ log_fail "vlan: no connectivity to 10.0.4.1"; return; }
+	pick_probe on
+	stream "$kind" "ipv4 into a VLAN on the bond" 10.0.1.1 10.0.4.1 6004 neigh
+	read -r mmq mcount mbad < <(pick_top | awk '{ print $1 "/" $2 "/" $3, $4, $5 }')
+	fp_genl "$R" detach inet fp ft
+	fp_stream_recv "$S" 10.0.4.1 6005
+	ip netns exec "$C" taskset -c 0 python3 "${PY[@]}" send 10.0.1.1 10.0.4.1 6005 50 ||
+		true
+	check "$kind: vlan: stock flowtable: 50 datagrams arrived" fp_stream_verdict 6005 50
+	read -r smq scount sbad < <(pick_top | awk '{ print $1 "/" $2 "/" $3, $4, $5 }')
+	pick_probe off
+	echo "INFO: $kind: vlan: picks on o0 (MAC header at data / bytes 12..13 / VLAN id): stock $smq $scount times ($sbad elsewhere), module $mmq $mcount times ($mbad elsewhere)"
+	check "$kind: vlan: stock: the pick sees the frame, the tag in vlan_tci ($smq, $scount times)" \
+		test "${smq%%/*}" = 1 -a "${smq##*/}" = 10 -a "$scount" -ge 50 -a "$sbad" = 0
+	check "$kind: vlan: module: the pick sees it as the stock path's ($mmq, $mcount times, $mbad elsewhere)" \
+		test "$mmq" = "$smq" -a "$mcount" -ge $((N * 99 / 100)) -a "$mbad" = 0
+	echo "INFO: $kind: vlan: $((SECONDS - t0)) s"
 }
 
 # stream KIND NAME SRC DST PORT XMIT: N datagrams from C, verdict and the
@@ -218,7 +316,9 @@ stream() {
 nfb_load_module
 fp_tmpdir
 [ "$(uname -m)" = x86_64 ] || nfb_cannot_run "the probe reads x86-64 registers"
-for kind in xor lacp team xor1; do
+# NFB_BOND_KINDS: the masters to run, a subset of "xor lacp team xor1" (a
+# quicker run to watch a deliberately broken module fail).
+for kind in ${NFB_BOND_KINDS:-xor lacp team xor1}; do
 	if ! topology "$kind"; then
 		ret=1
 		cleanup_all_ns
@@ -246,7 +346,11 @@ for kind in xor lacp team xor1; do
 	fi
 	stream "$kind" "ipv6 neigh" fd00:1::1 fd00:2::1 6002 neigh
 	stream "$kind" "ipv4 bridge port (direct)" 10.0.1.1 10.0.3.1 6003 direct
-	fp_genl "$R" detach inet fp ft
+	if [ "$kind" = xor ]; then
+		vlan_pick
+	else
+		fp_genl "$R" detach inet fp ft
+	fi
 	cleanup_all_ns
 done
 

@@ -42,6 +42,19 @@
 # behind the outer one) nor the module parses: declined (options).
 # Then one IPv4 packet that fits the underlay but not with the outer
 # header: declined (mtu) on every kernel.
+# Then a decline's order key through tun6l, on every kernel: a flow S -> C
+# from fd00:7::1, routed plain over the underlay both ways (offloaded as a
+# plain flow), and a flow C -> S to fd00:8::1, plain too; 4 and 2 of their
+# datagrams taken and held in the module's queue (test_hold). S then
+# routes fd00:7::1's flow into tun6l: its next datagram reaches R as IPv6
+# + encapsulation limit option + IPv6, which the module declines (options)
+# and the stock path decapsulates and forwards to C at once. The decline's
+# key is made of the inner addresses, read past the option
+# (nfb_order_ext6()): the key the flow's held packets carry. Those 4 must
+# leave before it (C gets 0..4 in order), in one drain, and the other
+# flow's 2 stay held (S gets none) until the hold ends. Keyed by the
+# outer addresses, the decline would find nothing of its flow and go
+# first; knowing no key, it would send the namespace's every packet.
 # nfb-timeout: 1200
 set -eu
 # shellcheck source=selftests/lib.sh
@@ -53,10 +66,15 @@ nfb_require_tool ip nft python3 tcpdump
 
 PY=("$NFB_LIB/nfb_encap.py")
 N=500
+# NFB_TUNNEL_STREAMS=0: only the MTU and order key parts (a quicker run to
+# watch a deliberately broken module fail).
+streams=${NFB_TUNNEL_STREAMS:-1}
 CAP_PIDS=()
+hold=/sys/module/nf_flow_bulk/parameters/test_hold
 
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
+	if [ -w "$hold" ]; then echo 0 >"$hold"; fi
 	cap_stop
 	cleanup_all_ns
 	fp_cleanup_tmp
@@ -193,6 +211,7 @@ run_case() {
 	local expect=${9:-} p0 d0 l0 m0 o0 p1 d1 l1 m1 o1 into=yes all good
 	local counts="'%d %d %d %d %d' % (t['packets'], t['decline']['encap'], t['decline']['l4proto'], t['decline']['miss'], t['decline']['options'])"
 
+	[ "$streams" = 1 ] || return 0
 	[ "$snd" = "$C" ] || into=no
 	fp_stream_recv "$rcv" "$dst" "$port"
 	cap_start
@@ -281,6 +300,69 @@ p0=$(mstat "t['packets']")
 big
 check "1500 bytes with DF into ipip: declined as mtu" busywait 30000 declined_mtu "$m0"
 check "1500 bytes with DF into ipip: not taken" test "$(mstat "t['packets']")" -eq "$p0"
+
+# A decline's order key through tun6l (above).
+key_t0=$SECONDS
+ip -n "$S" -batch - <<-EOF
+addr add fd00:7::1/128 dev d0 nodad
+addr add fd00:8::1/128 dev d0 nodad
+route add fd00:1::/64 via fd00:2::fd dev s1 table 107
+route add fd00:1::/64 via fd00:2::fd dev s1 table 108
+EOF
+ip -n "$S" -6 rule add from fd00:7::1 table 107
+ip -n "$S" -6 rule add from fd00:8::1 table 108
+ip -n "$R" route add fd00:7::1/128 via fd00:2::2 dev r1
+ip -n "$R" route add fd00:8::1/128 via fd00:2::2 dev r1
+# What of each flow has arrived: a counter where it is received.
+for l in "$C ip6 saddr fd00:7::1 udp dport 6108" "$S ip6 daddr fd00:8::1 udp dport 6109"; do
+	read -r ns match <<<"$l"
+	ip netns exec "$ns" nft -f - <<-EOF
+	table inet seen {
+		chain pre { type filter hook prerouting priority -300; $match counter; }
+	}
+	EOF
+done
+seen() { fp_nft_counters "$1" chain inet seen pre; }
+rx_above() { [ "$(seen "$C")" -ge "$1" ]; }
+declined_options() { [ "$(fp_proc "$R" decline_options)" -ge "$1" ]; }
+key_f=fd00:7::1,fd00:1::1,6108,46108
+other_f=fd00:1::1,fd00:8::1,6109,46109
+fp_stream_recv "$C" fd00:1::1 6108
+fp_stream_recv "$S" fd00:8::1 6109
+ip netns exec "$S" python3 "${PY[@]}" probe fd00:7::1 fd00:1::1 6108 46108
+ip netns exec "$C" python3 "${PY[@]}" probe fd00:1::1 fd00:8::1 6109 46109
+g0=$(fp_taken "$R")
+echo 1 >"$hold"
+ip netns exec "$S" taskset -c 0 python3 "${PY[@]}" burst 4 "$key_f,0"
+ip netns exec "$C" taskset -c 0 python3 "${PY[@]}" burst 2 "$other_f,0"
+check "order key through tun6l: 4 + 2 datagrams taken and held" \
+	busywait 30000 fp_taken_above $((g0 + 6))
+o0=$(fp_proc "$R" decline_options)
+d0=$(mstat "t['drains']")
+c0=$(seen "$C")
+t0=$(seen "$S")
+ip -n "$S" route replace fd00:1::/64 dev tun6l table 107
+ip netns exec "$S" taskset -c 0 python3 "${PY[@]}" burst 1 "$key_f,4"
+check "order key through tun6l: datagram 4 declined (options)" \
+	busywait 30000 declined_options $((o0 + 1))
+# What left first has reached C once a packet has; what the drain sent
+# with it, within a few seconds more (not waited for to the end when it
+# does not come: 5 is the most C can get while the hold lasts).
+busywait 30000 rx_above $((c0 + 1)) || true
+busywait 5000 rx_above $((c0 + 5)) || true
+c1=$(seen "$C")
+t1=$(seen "$S")
+d1=$(mstat "t['drains']")
+echo 0 >"$hold"
+echo "INFO: order key through tun6l: while held C got $((c1 - c0)) of its flow, S $((t1 - t0)) of the other, drains +$((d1 - d0))"
+check "order key through tun6l: the flow's 4 held datagrams and the declined one reached C while held, in one drain" \
+	test $((c1 - c0)) -eq 5 -a $((d1 - d0)) -eq 1
+check "order key through tun6l: the other flow's 2 stayed held" test $((t1 - t0)) -eq 0
+ip netns exec "$S" python3 "${PY[@]}" end "$key_f,0"
+ip netns exec "$C" python3 "${PY[@]}" end "$other_f,0"
+check "order key through tun6l: C got 0..4 in order" fp_stream_verdict 6108 5
+check "order key through tun6l: S got the other flow's 2 after the hold" fp_stream_verdict 6109 2
+echo "INFO: order key through tun6l: $((SECONDS - key_t0)) s"
 
 echo "INFO: module: $(mstat '{k: t[k] for k in ("packets", "bulks", "taken_encap", "taken_xmit")}')"
 fp_genl "$R" detach inet fp ft

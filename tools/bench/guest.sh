@@ -10,7 +10,7 @@
 #                        [--encap "none vlan pppoe ipip"]
 #                        [--configs "gen-alone drop-west plain stock bulk"]
 #                        [--count N] [--reps N] [--burst N] [--len N]
-#                        [--family 4|6] [--headroom N]
+#                        [--family 4|6] [--headroom N] [--tap none|read|drop]
 #
 # Configurations:
 #   gen-alone  the generator sending into a dummy device (its own cost)
@@ -62,6 +62,17 @@
 #          6.1 / 6.12 west's flows into the session go to w1 with the
 #          PPPoE header pushed, not through the PPP device
 #   ipip   an IPIP tunnel, pushed by west, popped by east (IPv4 only)
+# --tap: a capture open on west's output device toward east (w1.100 with
+# --encap vlan, w1, pppw) for every point of the topology: the device's
+# transmit then feeds a tap (dev_queue_xmit_nit(): a clone per packet), on
+# the stock path in the VLAN device's transmit, with the module where it
+# stands in for that device (6.1, 6.12):
+#   none   no capture (the default)
+#   read   tcpdump -w /dev/null: every frame copied to the capture's ring
+#          and written out, tcpdump's own instructions counted too
+#   drop   tcpdump with a filter no frame matches (ethertype 0x88b5): the
+#          tap's kernel cost alone, a clone and a filter run per frame
+# Each point's JSON names it (tap).
 # The flowtables are on the real devices in every case. Each point's JSON
 # names its encapsulation (encap); for bulk it also gives what the module
 # took per encapsulation and what it sent per packet instead of in a list
@@ -87,6 +98,7 @@ burst=32
 len=128
 family=4
 headroom=0
+tap=none
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--links) links=$2; shift 2 ;;
@@ -102,9 +114,15 @@ while [ $# -gt 0 ]; do
 	--len) len=$2; shift 2 ;;
 	--family) family=$2; shift 2 ;;
 	--headroom) headroom=$2; shift 2 ;;
+	--tap) tap=$2; shift 2 ;;
 	*) echo "guest.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
+
+case "$tap" in
+none | read | drop) ;;
+*) echo "guest.sh: unknown tap $tap" >&2; exit 2 ;;
+esac
 
 for encap in $encaps; do
 	case "$encap" in
@@ -223,6 +241,41 @@ module_counters() {
 		   (.fallbacks[] | {key: ("fallback_" + .reason), value: .packets})]
 		| from_entries)
 		| reduce .[] as $o ({}; reduce ($o | to_entries[]) as $e (.; .[$e.key] += $e.value))'
+}
+
+# tap_start / tap_stop: the --tap capture on west's output device. It is
+# in west's namespace, so topo_destroy ends it too. Ready once tcpdump
+# says it listens: the socket is bound and its filter attached.
+tap_pid=
+tap_err=/run/nfb-bench-tap.err
+tap_start() {
+	local filter=() i
+	[ "$tap" != none ] || return 0
+	[ "$tap" != drop ] || filter=(ether proto 0x88b5)
+	rm -f "$tap_err"
+	# Not through in_ns(): $! must be tcpdump's, not that of a subshell
+	# that ignores the SIGINT (an asynchronous command's, without job
+	# control) which ends the capture.
+	ip netns exec "$NS_WEST" tcpdump -i "$TOPO_MID_W" -Q out -nn -B 8192 -w /dev/null \
+		"${filter[@]}" 2>"$tap_err" &
+	tap_pid=$!
+	for ((i = 0; i < 300; i++)); do
+		! grep -q "listening on" "$tap_err" 2>/dev/null || return 0
+		kill -0 "$tap_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "guest.sh: no capture on $TOPO_MID_W:" >&2
+	cat "$tap_err" >&2
+	return 1
+}
+
+# The frames the capture got and its kernel dropped (tcpdump's summary).
+tap_stop() {
+	[ -n "$tap_pid" ] || return 0
+	kill -INT "$tap_pid" 2>/dev/null || true
+	wait "$tap_pid" 2>/dev/null || true
+	tap_pid=
+	sed -n 's/^\([0-9]* packets \(captured\|dropped by kernel\)\)$/guest.sh: tap on '"$TOPO_MID_W"': \1/p' "$tap_err" >&2
 }
 
 # measure_rep SINK_NS [TTL]: add one generator run to the point's totals.
@@ -368,6 +421,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 	fi
 	jq -cnM --arg kernel "$kver" --arg link "$link" --arg gro "$g" --arg qdisc "$q" \
 		--arg encap "$encap" --arg config "$config" --arg status "$status" \
+		--arg tap "$tap" \
 		--argjson flows "$flows" --argjson train "$train" --argjson family "$family" \
 		--argjson len "$len" --argjson burst "$burst" --argjson headroom "$headroom" \
 		--argjson sent "${sent:-0}" --argjson received "${recv:-0}" \
@@ -381,7 +435,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		--argjson mod0 "$mod0" --argjson mod1 "$mod1" \
 		--arg misforwarded "${misforwarded# }" \
 		'{kernel: $kernel, link: $link, gro: $gro, qdisc: $qdisc, encap: $encap,
-		  config: $config, headroom: $headroom,
+		  config: $config, headroom: $headroom, tap: $tap,
 		  status: $status, flows: $flows, train: $train, family: $family, len: $len,
 		  burst: $burst, sent: $sent, received: $received,
 		  reordered: $reordered, elapsed_ns: $elapsed_ns, wait_ns: $wait_ns,
@@ -428,6 +482,7 @@ for link in $links; do
 		# Resolve every neighbour on the path, both ways, before measuring.
 		in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST4" >/dev/null
 		[ "${encap%-direct}" = pppoe ] || in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST6" >/dev/null
+		tap_start
 		# gen-alone first, before the links carry any traffic: it sends
 		# into a dummy device, but its cost (slab slow paths of 32-skb
 		# bursts) depends on the memory layout that earlier traffic left,
@@ -468,5 +523,6 @@ for link in $links; do
 				done
 			done
 		done
+		tap_stop
 	done
 done
