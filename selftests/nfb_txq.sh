@@ -28,11 +28,13 @@ nfb_require_tool ip nft tc python3 taskset ethtool pahole
 cleanup() {
 	pick_probe off
 	if [ -n "$record_cmd" ]; then echo "$record_cmd" >"$TRACE/options/record-cmd"; fi
+	if [ -w "$hold" ]; then echo 0 >"$hold"; fi
 	cleanup_all_ns
 	if nfb_module_loaded; then nfb_unload_module; fi
 }
 
 TRACE=/sys/kernel/tracing
+hold=/sys/module/nf_flow_bulk/parameters/test_hold
 # pick_probe on|off: a kprobe on netdev_pick_tx() recording skb->sender_cpu
 # (x86-64: the skb is the second argument, %si; the field's offset comes
 # from the running kernel's BTF or, for a kernel built without BTF such as
@@ -120,25 +122,33 @@ print(*n)'
 s0rx() { ip netns exec "$S" cat /sys/class/net/s0/statistics/rx_packets; }
 rmac=$(ip netns exec "$R" cat /sys/class/net/r0/address)
 
-# flows_on_cpu0 PACKETS: PACKETS UDP datagrams over 8 flows (source ports
-# 42000-42007, in turn), written to c0 by a packet socket on CPU 0, so the
-# router forwards them on CPU 0; waits until the server has them. Not UDP
-# sockets: their packets carry skb->sk through veth into the router, and
-# netdev_pick_tx() then follows the socket's cached queue; a router's
-# packets come from a NIC, without a socket. Not pktgen: its packets are
-# shared, which the module declines.
+# flows_on_cpu0 PACKETS [RUN]: PACKETS UDP datagrams over 8 flows (source
+# ports 42000-42007, in turn, RUN datagrams of a flow at a time, 1 unless
+# given; with HOLD=1 in the environment held in the module's queue,
+# test_hold, and released at once, so that one drain sees many of them),
+# written to c0 by a packet socket on CPU 0, so the router forwards them
+# on CPU 0 (with FWD=1 from 10.0.3.1, written to cx, forwarded by C: see
+# below); waits until the server has them. Not UDP sockets: their
+# packets carry skb->sk through veth into the router, and netdev_pick_tx()
+# then follows the socket's cached queue; a router's packets come from a
+# NIC, without a socket. Not pktgen: its packets are shared, which the
+# module declines.
 flows_on_cpu0() {
 	local r0
 	r0=$(s0rx)
-	ip netns exec "$C" taskset -c 0 python3 - "$1" "$rmac" <<-'EOF'
+	if [ "${HOLD:-0}" = 1 ]; then echo 1 >"$hold"; fi
+	local dev=c0 mac=$rmac src=10.0.1.1
+	if [ "${FWD:-0}" = 1 ]; then dev=cx mac=$xmac src=10.0.3.1; fi
+	ip netns exec "$C" taskset -c 0 python3 - "$1" "$mac" "${2:-1}" "$dev" "$src" <<-'EOF'
 	import socket, struct, sys
 	count, rmac = int(sys.argv[1]), bytes.fromhex(sys.argv[2].replace(":", ""))
+	run = int(sys.argv[3])
 	s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-	s.bind(("c0", 0))
+	s.bind((sys.argv[4], 0))
 	cmac = s.getsockname()[4]
-	src, dst = socket.inet_aton("10.0.1.1"), socket.inet_aton("10.0.2.1")
+	src, dst = socket.inet_aton(sys.argv[5]), socket.inet_aton("10.0.2.1")
 	for i in range(count):
-	    udp = struct.pack("!HHHH", 42000 + i % 8, 7000, 8 + 100, 0) + b"q" * 100
+	    udp = struct.pack("!HHHH", 42000 + i // run % 8, 7000, 8 + 100, 0) + b"q" * 100
 	    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), i, 0, 64, 17, 0, src, dst)
 	    words = struct.unpack("!10H", ip)
 	    c = sum(words)
@@ -147,6 +157,7 @@ flows_on_cpu0() {
 	    ip = ip[:10] + struct.pack("!H", ~c & 0xFFFF) + ip[12:]
 	    s.send(rmac + cmac + b"\x08\x00" + ip + udp)
 	EOF
+	if [ "${HOLD:-0}" = 1 ]; then echo 0 >"$hold"; fi
 	busywait 10000 eval "[ \$((\$(s0rx) - $r0)) -ge $1 ]" ||
 		echo "INFO: $(($(s0rx) - r0)) of $1 datagrams arrived"
 }
@@ -160,6 +171,25 @@ rx_mode() {
 		ip netns exec "$R" ethtool -K r0 gro off
 		ip netns exec "$C" ethtool -K c0 tso on
 	fi
+}
+
+# The packets above carry the packet socket (skb->sk) through veth into
+# the router, where netdev_pick_tx() reads it. A router's packets have no
+# socket: C forwards these, and ip_rcv() drops the socket. cx and xc are a
+# veth pair in C; 10.0.3.0/24 is behind xc.
+ip link add cx netns "$C" type veth peer name xc netns "$C"
+ip -n "$C" link set cx up
+ip -n "$C" link set xc up
+ip -n "$C" route add 10.0.3.0/24 dev xc
+ip -n "$R" route add 10.0.3.0/24 via 10.0.1.1
+ip netns exec "$C" sysctl -qw net.ipv4.ip_forward=1
+xmac=$(ip netns exec "$C" cat /sys/class/net/xc/address)
+
+# xps_maps Q2 Q3: CPU masks of tx-2 and tx-3 (0 0: no XPS map at all, the
+# queue comes from the flow hash, skb_tx_hash()).
+xps_maps() {
+	ip netns exec "$R" sh -c "echo $1 >/sys/class/net/r1/queues/tx-2/xps_cpus &&
+		echo $2 >/sys/class/net/r1/queues/tx-3/xps_cpus"
 }
 
 for who in stock module; do
@@ -193,7 +223,41 @@ for who in stock module; do
 				test $((f1 - f0)) -le 2
 		fi
 	done
+	# Without XPS the flow hash picks: the flows spread over the queues,
+	# each always on its own. The module's queues must be the stock
+	# path's, packet for packet, so the counts per queue match (20 per
+	# flow; up to 2 stray packets of the router's own allowed, as above).
+	# Runs of 4 packets of a flow in one drain: a pick reused within a
+	# drain for another flow's packets shows.
+	# Held and released at once: the drains see the runs. Forwarded by C:
+	# without a socket, as a router's packets come.
+	xps_maps 0 0
+	FWD=1 flows_on_cpu0 32 4
+	read -r a0 a1 a2 a3 <<<"$(txq_packets)"
+	t0=$(fp_taken "$R")
+	f0=$(fp_stat "$R" 't["fallback"]["qdisc"]')
+	FWD=1 HOLD=1 flows_on_cpu0 160 4
+	read -r b0 b1 b2 b3 <<<"$(txq_packets)"
+	t1=$(fp_taken "$R")
+	f1=$(fp_stat "$R" 't["fallback"]["qdisc"]')
+	xps_maps 1 2
+	if [ "$who" = module ]; then
+		check "module, no XPS: it took them on the list path ($((t1 - t0)) taken, $((f1 - f0)) fell back)" \
+			test $((t1 - t0)) -ge 150 -a $((f1 - f0)) -le 2
+	fi
+	printf -v "hashed_$who" '%s' "$((b0 - a0)) $((b1 - a1)) $((b2 - a2)) $((b3 - a3))"
 done
+# shellcheck disable=SC2154 # set by printf -v above
+used=$(awk '{ for (i = 1; i <= NF; i++) if ($i > 0) n++ } END { print n + 0 }' <<<"$hashed_stock")
+check "no XPS: the stock path's flow hash spreads the flows ($hashed_stock on tx-0..3)" \
+	test "$used" -ge 2
+# shellcheck disable=SC2154
+diff=$(printf '%s\n%s\n' "$hashed_stock" "$hashed_module" | awk '
+	NR == 1 { for (i = 1; i <= NF; i++) s[i] = $i }
+	NR == 2 { for (i = 1; i <= NF; i++) d += ($i > s[i] ? $i - s[i] : s[i] - $i) }
+	END { print d + 0 }')
+check "no XPS: the module's queues are the stock path's ($hashed_module, stock $hashed_stock)" \
+	test "$diff" -le 2
 
 fp_genl "$R" detach inet fp ft
 exit "$ret"
