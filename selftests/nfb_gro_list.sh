@@ -81,8 +81,10 @@ sink_read() {
 	first=$(sed -n 's/^sink_packets=//p' "$ctl")
 	busywait 10000 grep -qx "sink_packets=$count" "$ctl" || true
 	ctl_read
-	[ "$first" = "$count" ] ||
+	[ "$first" = "$count" ] || {
 		echo "# the sink had $first of $count when the generator returned, then ${ctl_val[sink_packets]}"
+		echo "# drops on the way:$(topo_drops)"
+	}
 }
 
 # run FAMILY FLOWS TRAIN: one generator run; checks what the sink saw.

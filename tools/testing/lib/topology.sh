@@ -157,6 +157,21 @@ topo_link() {
 	ip -n "$nsb" link set "$devb" up
 }
 
+# topo_drops: the drop counters of the line's devices, sunset to sunrise,
+# for a test that lost packets to say where (a veth whose peer's ring is
+# full counts the packet in its own tx_dropped).
+topo_drops() {
+	local nd ns dev tx rx out=
+	for nd in "$NS_SUNSET s0" "$NS_WEST w0" "$NS_WEST $TOPO_MID_W" \
+		"$NS_EAST $TOPO_MID_E" "$NS_EAST e1" "$NS_SUNRISE r0"; do
+		read -r ns dev <<<"$nd"
+		tx=$(ip netns exec "$ns" cat "/sys/class/net/$dev/statistics/tx_dropped" 2>/dev/null || echo -)
+		rx=$(ip netns exec "$ns" cat "/sys/class/net/$dev/statistics/rx_dropped" 2>/dev/null || echo -)
+		out+=" $dev tx_dropped $tx rx_dropped $rx,"
+	done
+	echo "${out%,}"
+}
+
 topo_addr() {
 	local ns=$1 dev=$2 net=$3 host=$4
 	ip -n "$ns" addr add "10.0.$net.$host/24" dev "$dev"
