@@ -9,8 +9,8 @@
  *
  * Include it with SET defined (NFB_DECLINE_REASON, ...) for the members of
  * that set, in enum order; there is no include guard on purpose. The value is
- * the member's number, which is ABI: the module and flowbulk check each at
- * build time, so that members can only be appended, never inserted, removed
+ * the member's number, which is ABI: the module's build checks each
+ * (main.c), so that members can only be appended, never inserted, removed
  * or moved.
  */
 
