@@ -11,6 +11,7 @@
 #                        [--configs "gen-alone drop-west plain stock bulk"]
 #                        [--count N] [--reps N] [--burst N] [--len N]
 #                        [--family 4|6] [--headroom N] [--tap none|read|drop]
+#                        [--events]
 #
 # Configurations:
 #   gen-alone  the generator sending into a dummy device (its own cost)
@@ -73,6 +74,26 @@
 #   drop   tcpdump with a filter no frame matches (ethertype 0x88b5): the
 #          tap's kernel cost alone, a clone and a filter run per frame
 # Each point's JSON names it (tap).
+# --events: what an instruction count cannot see. Every point but gen-alone
+# ends with one more generator run, not in its instruction figures, during
+# which kprobes count the calls of kernel functions (tracefs kprobe_profile;
+# tracing off, so a hit costs the probe alone) by the whole guest; the
+# point's JSON gives the calls per packet received (events):
+#   spin_locks      _raw_spin_lock, _bh, _irqsave, _trylock: every spin lock
+#                   taken (qdisc root locks, transmit queue locks and all
+#                   others; spin_lock() is out of line in Debian's kernels)
+#   route_releases  dst_release(): each drops a reference on a route that
+#                   every CPU forwarding through it shares (a locked
+#                   read-modify-write; the hold is inline, one per release)
+#   neigh_xmit      neigh_xmit(): a packet sent through the neighbour
+#                   layer one by one (the stock flowtable's NEIGH path)
+#   napi_schedules  __napi_schedule(): a receiver woken (on veth the peer's
+#                   NAPI, an IPI on a real multi-CPU host)
+#   qdisc_runs      __qdisc_run(): a qdisc dequeue run
+#   doorbells       virtqueue_notify(): a virtio-net transmit kick
+#                   (virtio links only)
+# What is inline (the module's neighbour lookup, the route hold) has no
+# probe: only out-of-line functions are counted.
 # The flowtables are on the real devices in every case. Each point's JSON
 # names its encapsulation (encap); for bulk it also gives what the module
 # took per encapsulation and what it sent per packet instead of in a list
@@ -99,6 +120,7 @@ len=128
 family=4
 headroom=0
 tap=none
+events=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--links) links=$2; shift 2 ;;
@@ -115,6 +137,7 @@ while [ $# -gt 0 ]; do
 	--family) family=$2; shift 2 ;;
 	--headroom) headroom=$2; shift 2 ;;
 	--tap) tap=$2; shift 2 ;;
+	--events) events=1; shift ;;
 	*) echo "guest.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -188,6 +211,101 @@ nfb_stats() {
 		b=$((b + ${pb#* }))
 	done
 	echo "$p $b"
+}
+
+# The kprobes of --events: NAME:SYMBOL, one probe each (a NAME may have
+# several symbols; their calls are added).
+EVENT_PROBES="spin_locks:_raw_spin_lock spin_locks:_raw_spin_lock_bh
+spin_locks:_raw_spin_lock_irqsave spin_locks:_raw_spin_trylock
+route_releases:dst_release neigh_xmit:neigh_xmit
+napi_schedules:__napi_schedule qdisc_runs:__qdisc_run
+doorbells:virtqueue_notify"
+TRACE=/sys/kernel/tracing
+
+# events_setup: the probes, disabled; a symbol the kernel lacks (virtio_ring
+# not loaded) gets no probe, and its name counts 0.
+events_setup() {
+	local i=0 p
+	[ -d "$TRACE/events" ] || mount -t tracefs nodev "$TRACE"
+	echo 0 >"$TRACE/tracing_on"
+	for p in $EVENT_PROBES; do
+		if awk -v s="${p#*:}" '$3 == s { found = 1; exit } END { exit !found }' /proc/kallsyms; then
+			echo "p:nfbev/${p%%:*}_$i ${p#*:} caller=+0(\$stack):x64" >>"$TRACE/kprobe_events"
+		fi
+		i=$((i + 1))
+	done
+}
+
+# events_hits: "NAME CALLS" per probe: the calls made in softirq context
+# (the trace flags' SOFTIRQ bit, 0x10, without HARDIRQ 0x08 or NMI 0x40),
+# where the routers forward, and for a spin lock only by a function of the
+# packet path (EVENT_CALLERS); what the rest of the guest does meanwhile
+# (timers, RCU, page faults, the processes that start the generator) is
+# left out.
+EVENT_CALLERS='^(veth_|dev_|__dev_|sch_|__qdisc|qdisc_|nfb_|__nfb_|neigh_|__neigh|ip_|ip6_|__ip|nf_|__nf_|flow_|netif_|__netif|napi_|__napi|gro_|skb_|__skb|net_rx|validate_xmit|vlan_|pppoe_|ppp_|ipip_|ip_tunnel)'
+events_hits() {
+	local e name
+	for e in "$TRACE"/events/nfbev/*/; do
+		[ -f "$e/hist" ] || continue
+		name=$(basename "$e")
+		awk -v n="${name%_*}" -v callers="$EVENT_CALLERS" '
+			/^\{ caller:/ {
+				# { caller: [ffffffff81abcdef] veth_xmit , common_flags: 11 } hitcount: 5
+				# (in a module: "nfb_drain [nf_flow_bulk] ,")
+				sym = $4
+				for (i = 5; i < NF && $i != "common_flags:"; i++)
+					;
+				flags = $(i + 1)
+				f = 0
+				for (i = 1; i <= length(flags); i++)
+					f = f * 16 + index("0123456789abcdef", substr(flags, i, 1)) - 1
+				if (!(int(f / 16) % 2) || int(f / 8) % 2 || int(f / 64) % 2)
+					next
+				if (n == "spin_locks" && sym !~ callers)
+					next
+				s += $NF
+			}
+			END { print n, s + 0 }' "$e/hist"
+	done
+}
+
+# events_triggers on|off: a histogram of each probe's calls by caller and
+# context (its return address, the trace flags).
+# A trigger arms its probe even while the event is disabled: they exist
+# only for the events run, or every probe would cost the measured runs.
+events_triggers() {
+	local e cmd='hist:keys=caller.sym,common_flags.hex:vals=hitcount'
+	[ "$1" = on ] || cmd="!$cmd"
+	for e in "$TRACE"/events/nfbev/*/; do
+		[ ! -f "$e/trigger" ] || echo "$cmd" >"$e/trigger"
+	done
+}
+
+# events_run DEV DMAC FLOWS: one generator run with the probes on; sets
+# events_json, the softirq calls per packet the sink received (for
+# drop-west: west consumed) of each NAME.
+events_run() {
+	echo reset >"$ctl"
+	events_triggers on
+	echo 1 >"$TRACE/events/nfbev/enable"
+	gen "$1" "$2" "$count" "$3" || true
+	echo 0 >"$TRACE/events/nfbev/enable"
+	ctl_read
+	events_json=$(events_hits |
+		awk -v r="${ctl_val[sink_packets]:-0}" -v names="${EVENT_PROBES//$'\n'/ }" '
+		BEGIN {
+			n = split(names, p, / +/)
+			for (i = 1; i <= n; i++) { split(p[i], a, ":"); calls[a[1]] = 0 }
+		}
+		{ calls[$1] += $2 }
+		END {
+			s = ""
+			for (k in calls)
+				s = s sprintf("%s\"%s\": %s", s == "" ? "" : ", ", k,
+					r > 0 ? sprintf("%.3f", calls[k] / r) : "null")
+			print "{" s "}"
+		}')
+	events_triggers off
 }
 
 # xdp_attach on|off: the benchmark's XDP forwarder on the routers' receive
@@ -322,7 +440,7 @@ measure_rep() {
 point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 	local link=$1 encap=$2 g=$3 q=$4 config=$5 flows=$6 dev=s0 sink_ns=$NS_SUNRISE sink_dev=r0
 	sent=0 recv=0 reord=0 elapsed=0 wait_ns=0 best=0 best_recv=0 per_rep=()
-	misforwarded='' ttl=62
+	misforwarded='' ttl=62 events_json=null
 	local dmac status=ok west_off=0 east_off=0 alt_opts
 	local kicks0=0 kicks1=0 taken0=0 taken1=0 bulks0=0 bulks1=0 mod0='{}' mod1='{}'
 	local fwd0=0 fwd1=0
@@ -416,6 +534,8 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 			mod1=$(module_counters)
 		fi
 		[ -z "$sink_ns" ] || [ "$config" = drop-west ] || fwd1=$(topo_stack_forwarded "$family")
+		# Last: its probes must not reach the figures above.
+		[ "$events" = 0 ] || [ -z "$sink_ns" ] || events_run "$dev" "$dmac" "$flows"
 	else
 		measure_rep "$sink_ns" "$ttl"
 	fi
@@ -433,7 +553,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		--argjson taken $((taken1 - taken0)) --argjson bulks $((bulks1 - bulks0)) \
 		--argjson stack_forwarded $((fwd1 - fwd0)) \
 		--argjson mod0 "$mod0" --argjson mod1 "$mod1" \
-		--arg misforwarded "${misforwarded# }" \
+		--arg misforwarded "${misforwarded# }" --argjson events "$events_json" \
 		'{kernel: $kernel, link: $link, gro: $gro, qdisc: $qdisc, encap: $encap,
 		  config: $config, headroom: $headroom, tap: $tap,
 		  status: $status, flows: $flows, train: $train, family: $family, len: $len,
@@ -451,6 +571,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		  kicks_per_packet:
 		    (if $link == "veth" or $received == 0 then null else ($kicks / $received) end),
 		  offloaded_west: $offloaded_west, offloaded_east: $offloaded_east,
+		  events: $events,
 		  delivered: ($status == "ok" and $sent > 0 and $sent == $received),
 		  instructions_per_packet:
 		    (if $best_received > 0 then ($elapsed_ns / $best_received) else null end)}'
@@ -462,6 +583,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 	fi
 }
 
+[ "$events" = 0 ] || events_setup
 for link in $links; do
 	for encap in $encaps; do
 		TOPO_EGRESS_TXQ=1

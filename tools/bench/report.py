@@ -164,6 +164,14 @@ def summarise(samples, least=False):
         vals = [s[k] for s in samples if s.get(k) is not None]
         if vals:
             out[k] = statistics.median(vals)
+    # guest.sh --events: calls per packet in softirq context, by name.
+    events = defaultdict(list)
+    for smp in samples:
+        for name, n in (smp.get("events") or {}).items():
+            if n is not None:
+                events[name].append(n)
+    if events:
+        out["events"] = {name: statistics.median(v) for name, v in sorted(events.items())}
     if samples[0].get("encap", "none") != "none":
         vals = [s["taken_fraction"] for s in samples if s.get("taken_fraction") is not None]
         if vals:
@@ -540,6 +548,15 @@ def render_all(table, points, meta, wall_js):
             "path, generator to sink, guest instructions per packet (medians); router "
             "CPU per router, for the least costly mode of each side, over the GRO-off "
             "drop-west")
+    event_lines = events_table(table)
+    if event_lines:
+        md += ("\nWhat an instruction count cannot see (guest.sh --events): kernel "
+               "function calls in softirq context per forwarded packet and router, "
+               "(config - drop at west) / 2 as router CPU, one generator run after the "
+               "measured ones:\n\n" + "\n".join(event_lines) + "\n")
+        rst_text += "\n" + rst_table(
+            event_lines, f"Kernel function calls in softirq context per forwarded packet "
+            f"and router ({where}; guest.sh --events)")
     if misforwarded:
         note = ("‡ every packet arrived, but not every one was forwarded right "
                 "(the sink's TTL range and bad IPv4 header checksums): " + "; ".join(misforwarded))
@@ -550,6 +567,36 @@ def render_all(table, points, meta, wall_js):
         md += "\nWall clock (multi-threaded TCG, host-dependent):\n\n" + "\n".join(wall_md) + "\n"
         rst_text += "\n" + "\n".join(wall_rst) + "\n"
     return md, rst_text, ratios, peer_js
+
+
+# guest.sh --events: the names, in the table's order.
+EVENTS = ["spin_locks", "route_releases", "neigh_xmit", "napi_schedules", "qdisc_runs",
+          "doorbells"]
+
+
+def events_table(table):
+    """Per router, stock beside the module, each event of guest.sh --events:
+    (config - drop-west) / 2, as router CPU."""
+    head = ["link", "GRO", "egress qdisc", "encap", "flows", "train", "IP"]
+    for e in EVENTS:
+        head += [f"{e}: stock", f"{e}: bulk"]
+    out = []
+    for r in table:
+        s = r["s"]
+        drop = s.get("drop-west", {}).get("events")
+        if not drop or not any(s.get(c, {}).get("events") for c in ("stock", "bulk")):
+            continue
+        cells = [r["link"], r["gro"], r["qdisc"], r["encap"], str(r["flows"]), str(r["train"]),
+                 f"v{r['family']}"]
+        for e in EVENTS:
+            for c in ("stock", "bulk"):
+                ev = s.get(c, {}).get("events") or {}
+                cells.append("—" if e not in ev or e not in drop
+                             else f"{(ev[e] - drop[e]) / 2:.2f}")
+        out.append("| " + " | ".join(cells) + " |")
+    if not out:
+        return []
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + out
 
 
 README_FLOWS = (1, 10, 100, 10000)
