@@ -1029,7 +1029,11 @@ static __always_inline int nfb_ctx_lookup(struct nfb_ctx *ctx,
 					  struct flow_offload_tuple *tuple,
 					  struct sk_buff *skb)
 {
-	ctx->tuplehash = nfb_flow_lookup(ctx->ft, tuple, &ctx->refreshed);
+	u32 *refreshed;
+
+	/* A local: @ctx's address escaping would keep it in memory. */
+	ctx->tuplehash = nfb_flow_lookup(ctx->ft, tuple, &refreshed);
+	ctx->refreshed = refreshed;
 	if (!ctx->tuplehash)
 		return NFB_DECLINE_MISS;
 

@@ -1057,9 +1057,20 @@ enum nfb_left {
 };
 
 /*
+ * A bulk's link-layer addresses and header, which go by address to
+ * helpers out of line: apart from struct nfb_tx, which stays in registers.
+ */
+struct nfb_l2 {
+	u8			ha[MAX_ADDR_LEN];
+	u8			sa[ETH_ALEN] __aligned(2);
+	struct ethhdr		eth;
+};
+
+/*
  * A bulk on its way out: what the stages of __nfb_xmit_bulk() decide, in
  * the order they run. All of it comes from the bulk's first packet and
- * its output device, once per bulk.
+ * its output device, once per bulk. Its address is never passed to a
+ * function out of line, so that the compiler keeps it in registers.
  */
 struct nfb_tx {
 	struct net_device	*dev;
@@ -1068,10 +1079,8 @@ struct nfb_tx {
 	/* Link-layer header: nfb_tx_l2(), nfb_tx_header(). */
 	bool			encap;		/* nfb_pushes_encap() */
 	bool			vlan_push;	/* a VLAN device stood in for */
-	u8			ha[MAX_ADDR_LEN];
-	u8			sa[ETH_ALEN] __aligned(2);
+	struct nfb_l2		*l2;
 	const u8		*sap;		/* NULL: the device's address */
-	struct ethhdr		eth;
 	struct ethhdr		*ethp;		/* NULL: dev_hard_header() */
 	unsigned int		hh_len;
 	struct net_device	*ppp;		/* the PPP device stood in for */
@@ -1130,9 +1139,9 @@ static bool nfb_tx_l2(struct nfb_tx *t, struct sk_buff *skb,
 	struct neighbour *neigh;
 
 	if (cb->xmit == NFB_XMIT_DIRECT) {
-		ether_addr_copy(t->ha, cb->nexthop.mac.h_dest);
-		ether_addr_copy(t->sa, cb->nexthop.mac.h_source);
-		t->sap = t->sa;
+		ether_addr_copy(t->l2->ha, cb->nexthop.mac.h_dest);
+		ether_addr_copy(t->l2->sa, cb->nexthop.mac.h_source);
+		t->sap = t->l2->sa;
 		return true;
 	}
 	t->sap = NULL;
@@ -1140,10 +1149,10 @@ static bool nfb_tx_l2(struct nfb_tx *t, struct sk_buff *skb,
 		return nfb_tx_stop(t, skb, NFB_LEFT_NEIGH, NFB_STAND_IN_DOWN);
 	if (t->vlan_push && skb_dst(skb)->dev->type == ARPHRD_PPP) {
 		/* A PPPoE session: no neighbour, the session's peer. */
-		vr = nfb_ppp_session(skb_dst(skb)->dev, dev, cb, t->ha);
+		vr = nfb_ppp_session(skb_dst(skb)->dev, dev, cb, t->l2->ha);
 		if (unlikely(vr != __NFB_FALLBACK_MAX))
 			return nfb_tx_stop(t, skb, NFB_LEFT_NEIGH, vr);
-		ether_addr_copy(t->sa, dev->dev_addr);
+		ether_addr_copy(t->l2->sa, dev->dev_addr);
 		t->vlan_push = false;
 		t->ppp = skb_dst(skb)->dev;
 		return true;
@@ -1162,15 +1171,15 @@ static bool nfb_tx_l2(struct nfb_tx *t, struct sk_buff *skb,
 			neigh_event_send(neigh, NULL))) ||
 	    unlikely(neigh->dev->addr_len != dev->addr_len))
 		return nfb_tx_stop(t, skb, NFB_LEFT_NEIGH, NFB_FALLBACK_NEIGH);
-	neigh_ha_snapshot(t->ha, neigh, neigh->dev);
-	ether_addr_copy(t->sa, dev->dev_addr);
+	neigh_ha_snapshot(t->l2->ha, neigh, neigh->dev);
+	ether_addr_copy(t->l2->sa, dev->dev_addr);
 	if (t->vlan_push) {
 		vr = nfb_vlan_chain(neigh->dev, dev, chain);
 		if (unlikely(vr != __NFB_FALLBACK_MAX))
 			return nfb_tx_stop(t, skb, NFB_LEFT_NEIGH, vr);
 		t->vc = chain;
 		/* As vlan_dev_hard_header(): the VLAN device's address. */
-		ether_addr_copy(t->sa, neigh->dev->dev_addr);
+		ether_addr_copy(t->l2->sa, neigh->dev->dev_addr);
 	}
 	return true;
 }
@@ -1189,14 +1198,14 @@ static void nfb_tx_header(struct nfb_tx *t, const struct nfb_cb *cb)
 
 	t->hh_len = dev->header_ops ? READ_ONCE(dev->hard_header_len) : 0;
 	if (dev->header_ops && dev->header_ops->create == eth_header) {
-		ether_addr_copy(t->eth.h_dest, t->ha);
-		ether_addr_copy(t->eth.h_source, t->sa);
+		ether_addr_copy(t->l2->eth.h_dest, t->l2->ha);
+		ether_addr_copy(t->l2->eth.h_source, t->l2->sa);
 		/* A VLAN stand-in's tags go in after it (nfb_vlan_frame()). */
 		if (t->encap || t->ppp)
-			t->eth.h_proto = nfb_encap_ethertype(cb, t->proto);
+			t->l2->eth.h_proto = nfb_encap_ethertype(cb, t->proto);
 		else
-			t->eth.h_proto = t->proto;
-		t->ethp = &t->eth;
+			t->l2->eth.h_proto = t->proto;
+		t->ethp = &t->l2->eth;
 		t->hh_len = ETH_HLEN;
 	}
 }
@@ -1208,7 +1217,9 @@ static void nfb_tx_header(struct nfb_tx *t, const struct nfb_cb *cb)
  */
 static void nfb_tx_queue(struct nfb_tx *t, u16 qi)
 {
+	struct netdev_queue *txq = NULL;
 	struct net_device *dev = t->dev;
+	struct Qdisc *q = NULL;
 
 	t->cpu = smp_processor_id();
 	t->late = qi == NFB_TXQ_LATE;
@@ -1218,7 +1229,9 @@ static void nfb_tx_queue(struct nfb_tx *t, u16 qi)
 	else if (unlikely(t->late))
 		t->r = __NFB_FALLBACK_MAX;
 	else
-		t->r = nfb_txq_verdict(dev, qi, t->cpu, &t->txq, &t->q);
+		t->r = nfb_txq_verdict(dev, qi, t->cpu, &txq, &q);
+	t->txq = txq;
+	t->q = q;
 	/* What __dev_queue_xmit() does with the route before the qdisc. */
 	t->drop_dst = dev->priv_flags & IFF_XMIT_DST_RELEASE;
 }
@@ -1240,13 +1253,17 @@ static __always_inline void nfb_tx_clear(struct sk_buff *skb, bool drop_dst)
 static enum nfb_fallback_reason nfb_tx_pick(struct nfb_tx *t,
 					    struct sk_buff *skb)
 {
+	struct netdev_queue *txq;
+	struct Qdisc *q;
 	u16 p;
 
 	nfb_tx_clear(skb, t->drop_dst);
 	p = nfb_pick_frame(t->dev, skb);
 	if (!t->txq) {
 		t->qi = p;
-		t->r = nfb_txq_verdict(t->dev, p, t->cpu, &t->txq, &t->q);
+		t->r = nfb_txq_verdict(t->dev, p, t->cpu, &txq, &q);
+		t->txq = txq;
+		t->q = q;
 		return t->r;
 	}
 	return p == t->qi ? __NFB_FALLBACK_MAX : NFB_FALLBACK_TXQ;
@@ -1259,7 +1276,7 @@ static enum nfb_fallback_reason nfb_tx_pick(struct nfb_tx *t,
  */
 static void nfb_tx_frames(struct nfb_tx *t, struct sk_buff *skb)
 {
-	struct sk_buff *next, **tail = &t->list;
+	struct sk_buff *next, *list = NULL, **tail = &list;
 	struct net_device *dev = t->dev;
 	enum nfb_fallback_reason pr;
 	enum nfb_drop_reason err;
@@ -1279,7 +1296,7 @@ static void nfb_tx_frames(struct nfb_tx *t, struct sk_buff *skb)
 		if (unlikely(t->vc))
 			err = nfb_vlan_frame(skb, t->vc, t->ethp, dev);
 		else
-			err = nfb_push_l2(skb, dev, t->ha, t->sap, t->ethp,
+			err = nfb_push_l2(skb, dev, t->l2->ha, t->sap, t->ethp,
 					  t->hh_len);
 		if (unlikely(err != NFB_DROP_NONE)) {
 			nfb_count_drop(t->nn, err);
@@ -1305,6 +1322,7 @@ static void nfb_tx_frames(struct nfb_tx *t, struct sk_buff *skb)
 		tail = &skb->next;
 		t->n++;
 	}
+	t->list = list;
 }
 
 /* Stage 6, accounting: one bulk of t->n packets. */
@@ -1493,9 +1511,11 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b, struct nfb_vlan_chain *chain)
 {
 	struct sk_buff *skb = b->head;
 	const struct nfb_cb *cb = NFB_CB(skb);
+	struct nfb_l2 l2 __uninitialized;
 	struct nfb_tx t __uninitialized;
 
 	b->tail->next = NULL;
+	t.l2 = &l2;
 	t.dev = b->dev;
 	t.nn = b->nn;
 	t.proto = b->proto;
@@ -1510,10 +1530,7 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b, struct nfb_vlan_chain *chain)
 	t.ethp = NULL;
 	t.ppp = NULL;
 	t.vc = NULL;
-	t.txq = NULL;
-	t.q = NULL;
 	t.bypass = NULL;
-	t.list = NULL;
 	t.n = 0;
 	t.validate = false;
 	t.gso = false;
