@@ -829,25 +829,6 @@ void nfb_rescan_work(struct work_struct *work)
 	rtnl_unlock();
 }
 
-/*
- * From the datapath (softirq), when a device's hook list changed since the
- * last scan: at most ten rescans a second. nfb_net_exit_batch() waits for every
- * hook to finish (synchronize_net()) after setting exiting and before it
- * cancels the work, so no work is queued on a namespace that is gone.
- */
-void nfb_rescan_request(struct nfb_hook *h)
-{
-	struct nfb_net *nn = h->nn;
-	unsigned long next = READ_ONCE(nn->rescan_next);
-
-	if (!READ_ONCE(h->dirty))
-		WRITE_ONCE(h->dirty, true);
-	if (time_before(jiffies, next) || READ_ONCE(nn->exiting))
-		return;
-	WRITE_ONCE(nn->rescan_next, jiffies + HZ / 10);
-	mod_delayed_work(system_wq, &nn->rescan_work, 0);
-}
-
 static int nfb_netdev_event(struct notifier_block *nb, unsigned long event,
 			    void *ptr)
 {

@@ -35,7 +35,6 @@
 #include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
-#include <linux/kallsyms.h>
 #include <linux/module.h>
 #include <linux/ppp_defs.h>
 #include <linux/tcp.h>
@@ -54,58 +53,6 @@
 #define NFB_TAKEN	(-1)
 /* ... or taken, then dropped and counted (it could not be transmitted). */
 #define NFB_DROPPED	(-2)
-
-/*
- * nf_flow_offload_inet_hook() is static in nf_flow_table_inet.c. Its address
- * is learned once, in process context and under RTNL, and its module is
- * pinned until we unload, so the address cannot be reused meanwhile.
- */
-static nf_hookfn *nfb_inet_hook;
-static struct module *nfb_inet_owner;
-
-bool nfb_is_flowtable_hook(nf_hookfn *fn)
-{
-	return fn == nf_flow_offload_ip_hook ||
-	       fn == nf_flow_offload_ipv6_hook ||
-	       (fn && fn == READ_ONCE(nfb_inet_hook));
-}
-
-/**
- * nfb_learn_inet_hook - recognise the inet flowtable hook
- * @fn: hook function of an ingress hook entry we do not know
- * @priv: its priv, only looked at once @fn is known to be the inet hook
- *
- * Caller holds RTNL and the RCU read lock that keeps the entry alive.
- */
-void nfb_learn_inet_hook(nf_hookfn *fn, const void *priv)
-{
-	static const char want[] = "nf_flow_offload_inet_hook+0x0/";
-	const struct nf_flowtable *ft = priv;
-	char sym[KSYM_SYMBOL_LEN];
-
-	ASSERT_RTNL();
-	if (READ_ONCE(nfb_inet_hook) || !fn)
-		return;
-
-	sprint_symbol(sym, (unsigned long)fn);
-	if (strncmp(sym, want, sizeof(want) - 1))
-		return;
-	if (!ft->type || ft->type->hook != fn)
-		return;
-	if (!try_module_get(ft->type->owner))
-		return;
-
-	nfb_inet_owner = ft->type->owner;
-	WRITE_ONCE(nfb_inet_hook, fn);
-}
-
-void nfb_fastpath_fini(void)
-{
-	if (nfb_inet_owner)
-		module_put(nfb_inet_owner);
-	nfb_inet_owner = NULL;
-	nfb_inet_hook = NULL;
-}
 
 /*
  * The flowtable entry right after ours on @dev, or NULL when it is not the
