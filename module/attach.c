@@ -400,45 +400,37 @@ static struct nfb_hook *nfb_hook_refresh(struct nfb_attach *a,
 }
 
 /*
- * Bring the hooks of @a in line with where its flowtable is now. A hook at
- * the wrong priority, or behind the flowtable, is replaced, registering the
- * new one first so that no packet misses both. When the flowtable is found
- * nowhere, the old hooks stay: they decline everything and keep asking for
- * a rescan, which finds the flowtable again once it has devices again.
- * When another flowtable of its name is found instead, this one was
- * deleted: the attachment is stale and loses its hooks (nfb_reattach()).
+ * nfb_sync(), first stage: the flowtable's devices, in a kvcalloc()ed array
+ * of *@max entries the caller frees, *@n of them found (more than *@max when
+ * the flowtable grew meanwhile). NULL when out of memory.
+ *
+ * Room for the devices hooked so far and a few more: one walk, as a
+ * rescan mostly finds what the last one did. A flowtable with more
+ * devices than that gets a second walk with room for all it has.
+ * Devices cannot come or go under RTNL, but nf_tables adds hooks
+ * under its own mutex: a flowtable that grew between the two walks is
+ * handled up to what was counted, and the rest at the next scan: the
+ * attachment stays unsettled, so it is polled (no packet of the new
+ * devices reaches a hook of ours to ask).
  */
-static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
+static struct nfb_found *nfb_sync_walk(struct nfb_attach *a, unsigned int *n,
+				       unsigned int *max, bool *other)
 {
-	struct nfb_hook *h, *tmp;
 	struct nfb_found *found;
-	unsigned int i, n, max;
-	bool partial, other = false;
-	LIST_HEAD(keep);
-	int err = 0;
+	struct nfb_hook *h;
 
-	/*
-	 * Room for the devices hooked so far and a few more: one walk, as a
-	 * rescan mostly finds what the last one did. A flowtable with more
-	 * devices than that gets a second walk with room for all it has.
-	 * Devices cannot come or go under RTNL, but nf_tables adds hooks
-	 * under its own mutex: a flowtable that grew between the two walks is
-	 * handled up to what was counted, and the rest at the next scan: the
-	 * attachment stays unsettled, so it is polled (no packet of the new
-	 * devices reaches a hook of ours to ask).
-	 */
-	max = NFB_FOUND_SPARE;
+	*max = NFB_FOUND_SPARE;
 	a->scans++;
 	list_for_each_entry(h, &a->hooks, list) {
 		WRITE_ONCE(h->dirty, false);
 		h->scan_seen = rcu_access_pointer(h->dev->nf_hooks_ingress);
-		max++;
+		(*max)++;
 	}
-	found = kvcalloc(max, sizeof(*found), GFP_KERNEL);
+	found = kvcalloc(*max, sizeof(*found), GFP_KERNEL);
 	if (!found)
-		return -ENOMEM;
-	n = nfb_find(a->nn->net, a, found, max, &other);
-	if (n && !a->bound) {
+		return NULL;
+	*n = nfb_find(a->nn->net, a, found, *max, other);
+	if (*n && !a->bound) {
 		/*
 		 * An attach binds to the first flowtable of the name it finds
 		 * and walks again for that one alone: during an nf_tables
@@ -447,17 +439,25 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 		a->table_handle = found[0].table_handle;
 		a->ft_handle = found[0].ft_handle;
 		a->bound = true;
-		n = nfb_find(a->nn->net, a, found, max, &other);
+		*n = nfb_find(a->nn->net, a, found, *max, other);
 	}
-	if (n > max) {
+	if (*n > *max) {
 		kvfree(found);
-		max = n;
-		found = kvcalloc(max, sizeof(*found), GFP_KERNEL);
+		*max = *n;
+		found = kvcalloc(*max, sizeof(*found), GFP_KERNEL);
 		if (!found)
-			return -ENOMEM;
-		n = nfb_find(a->nn->net, a, found, max, &other);
+			return NULL;
+		*n = nfb_find(a->nn->net, a, found, *max, other);
 	}
-	if (!n && other) {
+	return found;
+}
+
+/* nfb_sync(), when the walk found no device: always -ENOENT. */
+static int nfb_sync_none(struct nfb_attach *a, bool other)
+{
+	struct nfb_hook *h, *tmp;
+
+	if (other) {
 		/*
 		 * Deleted, and one of that name made since: its hooks are the
 		 * stock flowtable's and ours would only decline. Nothing brings
@@ -467,21 +467,30 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 			nfb_hook_del(h);
 		a->stale = true;
 		a->unsettled = false;
-		kvfree(found);
 		return -ENOENT;
 	}
-	if (!n) {
-		/*
-		 * The flowtable is gone (or without devices): the hooks stay
-		 * and decline, and ask again only when a hook list changes.
-		 */
-		list_for_each_entry(h, &a->hooks, list)
-			nfb_hook_mark_seen(h);
-		kvfree(found);
-		return -ENOENT;
-	}
-	partial = n > max;
-	n = min(n, max);
+	/*
+	 * The flowtable is gone (or without devices): the hooks stay
+	 * and decline, and ask again only when a hook list changes.
+	 */
+	list_for_each_entry(h, &a->hooks, list)
+		nfb_hook_mark_seen(h);
+	return -ENOENT;
+}
+
+/*
+ * nfb_sync(), when the walk found devices: a hook on each of the first @n
+ * (@partial: the flowtable has more), then the hooks of the devices that
+ * were not found.
+ */
+static int nfb_sync_hooks(struct nfb_attach *a, const struct nfb_found *found,
+			  unsigned int n, bool partial,
+			  struct netlink_ext_ack *extack)
+{
+	struct nfb_hook *h, *tmp;
+	LIST_HEAD(keep);
+	unsigned int i;
+	int err = 0;
 
 	for (i = 0; i < n; i++) {
 		h = nfb_hook_refresh(a, nfb_hook_by_dev(a, found[i].dev),
@@ -512,6 +521,32 @@ static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
 		list_move_tail(&h->list, &keep);
 	}
 	list_splice(&keep, &a->hooks);
+	return err;
+}
+
+/*
+ * Bring the hooks of @a in line with where its flowtable is now. A hook at
+ * the wrong priority, or behind the flowtable, is replaced, registering the
+ * new one first so that no packet misses both. When the flowtable is found
+ * nowhere, the old hooks stay: they decline everything and keep asking for
+ * a rescan, which finds the flowtable again once it has devices again.
+ * When another flowtable of its name is found instead, this one was
+ * deleted: the attachment is stale and loses its hooks (nfb_reattach()).
+ */
+static int nfb_sync(struct nfb_attach *a, struct netlink_ext_ack *extack)
+{
+	struct nfb_found *found;
+	unsigned int n, max;
+	bool other = false;
+	int err;
+
+	found = nfb_sync_walk(a, &n, &max, &other);
+	if (!found)
+		return -ENOMEM;
+	if (n)
+		err = nfb_sync_hooks(a, found, min(n, max), n > max, extack);
+	else
+		err = nfb_sync_none(a, other);
 	kvfree(found);
 	return err;
 }
@@ -827,25 +862,6 @@ void nfb_rescan_work(struct work_struct *work)
 	rtnl_lock();
 	nfb_rescan_all(nn);
 	rtnl_unlock();
-}
-
-/*
- * From the datapath (softirq), when a device's hook list changed since the
- * last scan: at most ten rescans a second. nfb_net_exit_batch() waits for every
- * hook to finish (synchronize_net()) after setting exiting and before it
- * cancels the work, so no work is queued on a namespace that is gone.
- */
-void nfb_rescan_request(struct nfb_hook *h)
-{
-	struct nfb_net *nn = h->nn;
-	unsigned long next = READ_ONCE(nn->rescan_next);
-
-	if (!READ_ONCE(h->dirty))
-		WRITE_ONCE(h->dirty, true);
-	if (time_before(jiffies, next) || READ_ONCE(nn->exiting))
-		return;
-	WRITE_ONCE(nn->rescan_next, jiffies + HZ / 10);
-	mod_delayed_work(system_wq, &nn->rescan_work, 0);
 }
 
 static int nfb_netdev_event(struct notifier_block *nb, unsigned long event,

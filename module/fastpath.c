@@ -35,7 +35,6 @@
 #include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
-#include <linux/kallsyms.h>
 #include <linux/module.h>
 #include <linux/ppp_defs.h>
 #include <linux/tcp.h>
@@ -54,58 +53,6 @@
 #define NFB_TAKEN	(-1)
 /* ... or taken, then dropped and counted (it could not be transmitted). */
 #define NFB_DROPPED	(-2)
-
-/*
- * nf_flow_offload_inet_hook() is static in nf_flow_table_inet.c. Its address
- * is learned once, in process context and under RTNL, and its module is
- * pinned until we unload, so the address cannot be reused meanwhile.
- */
-static nf_hookfn *nfb_inet_hook;
-static struct module *nfb_inet_owner;
-
-bool nfb_is_flowtable_hook(nf_hookfn *fn)
-{
-	return fn == nf_flow_offload_ip_hook ||
-	       fn == nf_flow_offload_ipv6_hook ||
-	       (fn && fn == READ_ONCE(nfb_inet_hook));
-}
-
-/**
- * nfb_learn_inet_hook - recognise the inet flowtable hook
- * @fn: hook function of an ingress hook entry we do not know
- * @priv: its priv, only looked at once @fn is known to be the inet hook
- *
- * Caller holds RTNL and the RCU read lock that keeps the entry alive.
- */
-void nfb_learn_inet_hook(nf_hookfn *fn, const void *priv)
-{
-	static const char want[] = "nf_flow_offload_inet_hook+0x0/";
-	const struct nf_flowtable *ft = priv;
-	char sym[KSYM_SYMBOL_LEN];
-
-	ASSERT_RTNL();
-	if (READ_ONCE(nfb_inet_hook) || !fn)
-		return;
-
-	sprint_symbol(sym, (unsigned long)fn);
-	if (strncmp(sym, want, sizeof(want) - 1))
-		return;
-	if (!ft->type || ft->type->hook != fn)
-		return;
-	if (!try_module_get(ft->type->owner))
-		return;
-
-	nfb_inet_owner = ft->type->owner;
-	WRITE_ONCE(nfb_inet_hook, fn);
-}
-
-void nfb_fastpath_fini(void)
-{
-	if (nfb_inet_owner)
-		module_put(nfb_inet_owner);
-	nfb_inet_owner = NULL;
-	nfb_inet_hook = NULL;
-}
 
 /*
  * The flowtable entry right after ours on @dev, or NULL when it is not the
@@ -979,6 +926,218 @@ static noinline void nfb_segs_apply(struct nfb_net *nn,
 }
 
 /*
+ * Returned by the stages nfb_ipv4() and nfb_ipv6() share when the packet
+ * goes on to the next one.
+ */
+#define NFB_GO_ON	(-3)
+
+/*
+ * The parse state of a packet in nfb_ipv4() or nfb_ipv6(), and in the
+ * stages they share, as upstream's struct nf_flowtable_ctx.
+ */
+struct nfb_ctx {
+	struct nfb_net				*nn;
+	struct nf_flowtable			*ft;
+	const struct nf_hook_state		*state;
+	struct nfb_rx				*rx;
+	struct flow_offload_tuple_rhash		*tuplehash;
+	struct flow_offload			*flow;
+	const struct flow_offload_tuple		*other;
+	struct dst_entry			*dst;	/* the route: NEIGH */
+	u32					*refreshed;
+	struct nfb_out				out;
+	enum flow_offload_tuple_dir		dir;
+	unsigned int				offset;	/* of the (inner) IP header */
+	unsigned int				thoff;
+	unsigned int				hdrsize;
+	bool					tun_rx;
+	bool					tun_tx;
+};
+
+static __always_inline void nfb_ctx_init(struct nfb_ctx *ctx,
+					 struct nfb_net *nn,
+					 struct nf_flowtable *ft,
+					 const struct nf_hook_state *state,
+					 struct nfb_rx *rx)
+{
+	ctx->nn = nn;
+	ctx->ft = ft;
+	ctx->state = state;
+	ctx->rx = rx;
+	ctx->offset = rx->offset;
+	ctx->tun_rx = false;
+}
+
+/*
+ * The flow of @tuple, and the checks that need only the flow: NFB_GO_ON
+ * or why the packet is declined.
+ */
+static __always_inline int nfb_ctx_lookup(struct nfb_ctx *ctx,
+					  struct flow_offload_tuple *tuple,
+					  struct sk_buff *skb)
+{
+	u32 *refreshed;
+
+	/* A local: @ctx's address escaping would keep it in memory. */
+	ctx->tuplehash = nfb_flow_lookup(ctx->ft, tuple, &refreshed);
+	ctx->refreshed = refreshed;
+	if (!ctx->tuplehash)
+		return NFB_DECLINE_MISS;
+
+	ctx->dir = ctx->tuplehash->tuple.dir;
+	ctx->flow = container_of(ctx->tuplehash, struct flow_offload,
+				 tuplehash[ctx->dir]);
+	ctx->other = &ctx->flow->tuplehash[!ctx->dir].tuple;
+	ctx->tun_tx = nfb_tuple_tunnelled(ctx->other);
+
+	/* Not implemented here: the stock hook handles these. */
+	if (unlikely(test_bit(NF_FLOW_HW, &ctx->flow->flags)))
+		return NFB_DECLINE_HW_OFFLOAD;
+	if (nfb_encap_left_to_stock(ctx->flow, ctx->dir, skb))
+		return NFB_DECLINE_ENCAP_GSO;
+	return NFB_GO_ON;
+}
+
+/*
+ * The output device, by the flow's transmit type; the route too for
+ * FLOW_OFFLOAD_XMIT_NEIGH (ctx->dst). @family: that of the route.
+ */
+static __always_inline int nfb_ctx_out(struct nfb_ctx *ctx,
+				       struct sk_buff *skb, u8 family)
+{
+	const struct flow_offload_tuple *tuple = &ctx->tuplehash->tuple;
+	struct net *net = ctx->state->net;
+	int ret;
+
+	ctx->dst = NULL;
+	switch (tuple->xmit_type) {
+	case FLOW_OFFLOAD_XMIT_NEIGH:
+		ctx->dst = tuple->dst_cache;
+		if (family == AF_INET &&
+		    unlikely(((struct rtable *)ctx->dst)->rt_gw_family ==
+			     AF_INET6))
+			return NFB_DECLINE_XMIT_TYPE;
+		ctx->out.dev = nfb_neigh_out_dev(net, tuple, ctx->dst);
+		if (unlikely(!ctx->out.dev))
+			return NFB_DECLINE_DIRECT_DEV;
+		if (nfb_flowtable_pushes_encap())
+			break;
+		if (unlikely(is_vlan_dev(ctx->out.dev)))
+			ctx->out.dev = nfb_vlan_out(net, ctx->other,
+						    ctx->out.dev);
+		else if (unlikely(ctx->out.dev->type == ARPHRD_PPP))
+			ctx->out.dev = nfb_ppp_out(ctx->nn, net, ctx->other,
+						   ctx->out.dev, skb);
+		break;
+	case FLOW_OFFLOAD_XMIT_DIRECT:
+		/* Into a tunnel with cached addresses: not taken. */
+		if (unlikely(ctx->tun_tx))
+			return NFB_DECLINE_ENCAP;
+		ret = nfb_direct_out(ctx->state, tuple, &ctx->out);
+		if (ret)
+			return ret;
+		break;
+	default:
+		return NFB_DECLINE_XMIT_TYPE;
+	}
+	return NFB_GO_ON;
+}
+
+/*
+ * The stock checks that need the packet, in the stock order, then the
+ * packet made writable: NFB_GO_ON with the route held, or why the packet
+ * is declined. @iphlen: the IP header's length; @l4proto its protocol.
+ */
+static __always_inline int nfb_ctx_check(struct nfb_ctx *ctx,
+					 struct sk_buff *skb,
+					 unsigned int iphlen, u8 l4proto)
+{
+	struct dst_entry *dst = ctx->dst;
+
+	if (unlikely(nfb_exceeds_mtu(skb, ctx->tuplehash->tuple.mtu +
+					  ctx->offset -
+					  (ctx->tun_tx ? iphlen : 0))))
+		return NFB_DECLINE_MTU;
+
+	if (l4proto == IPPROTO_TCP &&
+	    nfb_tcp_flags_decline(skb, ctx->thoff, ctx->flow))
+		return NFB_DECLINE_TCP_FLAGS;
+
+	/* nf_flow_dst_check(): only a route is checked. */
+	if (dst && (!dst_check(dst, ctx->tuplehash->tuple.dst_cookie) ||
+		    !dst_hold_safe(dst)))
+		return NFB_DECLINE_DST_STALE;
+
+	if (skb_try_make_writable(skb, ctx->thoff + ctx->hdrsize) ||
+	    (ctx->tun_tx && skb_cow_head(skb, nfb_tunnel_headroom(dst,
+								  iphlen)))) {
+		if (dst)
+			dst_release(dst);
+		return NFB_DECLINE_UNWRITABLE;
+	}
+	return NFB_GO_ON;
+}
+
+/*
+ * From here on the packet is ours: the flow refreshed, the encapsulation
+ * it came in popped, a fraglist GRO packet unbundled. ctx->thoff is then
+ * relative to the network header.
+ */
+static __always_inline void nfb_ctx_take(struct nfb_ctx *ctx,
+					 struct sk_buff *skb,
+					 unsigned int iphlen)
+{
+	struct nfb_rx *rx = ctx->rx;
+
+	nfb_refresh(ctx->ft, ctx->flow, ctx->refreshed);
+
+	if (rx->layers)
+		nfb_encap_pop(skb, rx);
+	if (ctx->tun_rx)
+		nfb_tunnel_pop(skb, iphlen);
+	ctx->thoff -= ctx->offset;
+
+	if (unlikely(skb_is_gso(skb)) && !rx->layers && !ctx->tun_rx &&
+	    !ctx->tun_tx)
+		rx->segs = nfb_unbundle(skb, ctx->thoff + ctx->hdrsize,
+					ctx->tuplehash->tuple.mtu, &rx->nsegs);
+}
+
+/* What the stock path does after the address and TTL rewrite. */
+static __always_inline void nfb_ctx_account(struct nfb_ctx *ctx,
+					    struct sk_buff *skb)
+{
+	skb_clear_tstamp(skb);
+	if (ctx->ft->flags & NF_FLOWTABLE_COUNTER)
+		nf_ct_acct_update(ctx->flow->ct, ctx->dir, skb->len);
+}
+
+/*
+ * The packet's control block for transmit; the caller writes the next hop
+ * of a NEIGH flow after it.
+ */
+static __always_inline void nfb_ctx_prepare(struct nfb_ctx *ctx,
+					    struct sk_buff *skb)
+{
+	if (ctx->dst) {
+		ctx->out.dst = ctx->dst;
+		ctx->out.xmit = NFB_XMIT_NEIGH;
+	}
+	nfb_prepare(skb, ctx->nn, &ctx->out, ctx->flow, ctx->dir,
+		    ctx->rx->order);
+}
+
+/* The packet's unbundled segments, as it: taken. */
+static __always_inline int nfb_ctx_taken(struct nfb_ctx *ctx,
+					 struct sk_buff *skb)
+{
+	if (unlikely(ctx->rx->segs))
+		nfb_segs_apply(ctx->nn, ctx->ft, ctx->rx, ctx->flow, ctx->dir,
+			       ctx->thoff, ctx->thoff + ctx->hdrsize, skb);
+	return NFB_TAKEN;
+}
+
+/*
  * Inlined into the hook, as nfb_ipv6() and nfb_prepare(): out of line,
  * each call pays its own prologue, stack canary and epilogue on every
  * packet (about 45 instructions per packet per router, make bench).
@@ -989,27 +1148,20 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 				    const struct nf_hook_state *state,
 				    struct nfb_rx *rx)
 {
-	struct flow_offload_tuple_rhash *tuplehash;
+	struct nfb_ctx ctx __uninitialized;
 	struct flow_offload_tuple tuple __uninitialized;
-	unsigned int thoff, hdrsize, offset = rx->offset;
-	enum flow_offload_tuple_dir dir;
-	struct flow_offload *flow;
-	const struct flow_offload_tuple *other;
-	bool tun_rx = false, tun_tx;
-	__be32 nexthop;
 	struct flow_ports *ports;
-	struct nfb_out out;
-	struct rtable *rt;
 	struct iphdr *iph;
-	u32 *refreshed;
+	__be32 nexthop;
 	int ret;
 
+	nfb_ctx_init(&ctx, nn, ft, state, rx);
 again:
-	if (!pskb_may_pull(skb, sizeof(*iph) + offset))
+	if (!pskb_may_pull(skb, sizeof(*iph) + ctx.offset))
 		return NFB_DECLINE_HEADER;
 
-	iph = (struct iphdr *)(skb_network_header(skb) + offset);
-	thoff = iph->ihl * 4;
+	iph = (struct iphdr *)(skb_network_header(skb) + ctx.offset);
+	ctx.thoff = iph->ihl * 4;
 	/*
 	 * The order key's addresses; not those of a tunnel's outer header,
 	 * which are not its inner flow's.
@@ -1021,7 +1173,7 @@ again:
 	}
 	if (ip_is_fragment(iph))
 		return NFB_DECLINE_FRAG;
-	if (unlikely(thoff != sizeof(*iph)))
+	if (unlikely(ctx.thoff != sizeof(*iph)))
 		return NFB_DECLINE_OPTIONS;
 
 	/*
@@ -1029,21 +1181,21 @@ again:
 	 * a flow that came in through the tunnel. The lookup is then the
 	 * inner packet's, with the outer addresses in the tuple.
 	 */
-	if (iph->protocol == IPPROTO_IPIP && nfb_tunnels() && !tun_rx) {
+	if (iph->protocol == IPPROTO_IPIP && nfb_tunnels() && !ctx.tun_rx) {
 		if (iph->ttl <= 1)
 			return NFB_DECLINE_TTL;
-		tun_rx = true;
-		offset += sizeof(*iph);
+		ctx.tun_rx = true;
+		ctx.offset += sizeof(*iph);
 		goto again;
 	}
-	thoff += offset;
+	ctx.thoff += ctx.offset;
 
 	switch (iph->protocol) {
 	case IPPROTO_TCP:
-		hdrsize = sizeof(struct tcphdr);
+		ctx.hdrsize = sizeof(struct tcphdr);
 		break;
 	case IPPROTO_UDP:
-		hdrsize = sizeof(struct udphdr);
+		ctx.hdrsize = sizeof(struct udphdr);
 		break;
 	default:
 		return NFB_DECLINE_L4PROTO;
@@ -1052,14 +1204,14 @@ again:
 	if (iph->ttl <= 1)
 		return NFB_DECLINE_TTL;
 
-	if (!pskb_may_pull(skb, thoff + hdrsize))
+	if (!pskb_may_pull(skb, ctx.thoff + ctx.hdrsize))
 		return NFB_DECLINE_HEADER;
 
 	nfb_tuple_init(&tuple);
-	ports = (struct flow_ports *)(skb_network_header(skb) + thoff);
+	ports = (struct flow_ports *)(skb_network_header(skb) + ctx.thoff);
 	tuple.src_port		= ports->source;
 	tuple.dst_port		= ports->dest;
-	iph = (struct iphdr *)(skb_network_header(skb) + offset);
+	iph = (struct iphdr *)(skb_network_header(skb) + ctx.offset);
 	tuple.src_v4.s_addr	= iph->saddr;
 	tuple.dst_v4.s_addr	= iph->daddr;
 	tuple.l3proto		= AF_INET;
@@ -1070,121 +1222,43 @@ again:
 	rx->scope = NFB_ORDER_FLOW;
 	if (rx->layers)
 		nfb_tuple_encap(skb, &tuple);
-	if (unlikely(tun_rx)) {
+	if (unlikely(ctx.tun_rx)) {
 		/* The outer header, still in front of the inner one. */
 		iph = (struct iphdr *)(skb_network_header(skb) + rx->offset);
 		nfb_tuple_set_tun4(&tuple, iph->saddr, iph->daddr);
-		iph = (struct iphdr *)(skb_network_header(skb) + offset);
+		iph = (struct iphdr *)(skb_network_header(skb) + ctx.offset);
 	}
 
-	tuplehash = nfb_flow_lookup(ft, &tuple, &refreshed);
-	if (!tuplehash)
-		return NFB_DECLINE_MISS;
+	ret = nfb_ctx_lookup(&ctx, &tuple, skb);
+	if (ret == NFB_GO_ON)
+		ret = nfb_ctx_out(&ctx, skb, AF_INET);
+	if (ret == NFB_GO_ON)
+		ret = nfb_ctx_check(&ctx, skb, sizeof(*iph), iph->protocol);
+	if (ret != NFB_GO_ON)
+		return ret;
 
-	dir = tuplehash->tuple.dir;
-	flow = container_of(tuplehash, struct flow_offload, tuplehash[dir]);
-	other = &flow->tuplehash[!dir].tuple;
-	tun_tx = nfb_tuple_tunnelled(other);
-
-	/* Not implemented here: the stock hook handles these. */
-	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
-		return NFB_DECLINE_HW_OFFLOAD;
-	if (nfb_encap_left_to_stock(flow, dir, skb))
-		return NFB_DECLINE_ENCAP_GSO;
-	rt = NULL;
-	switch (tuplehash->tuple.xmit_type) {
-	case FLOW_OFFLOAD_XMIT_NEIGH:
-		rt = (struct rtable *)tuplehash->tuple.dst_cache;
-		if (unlikely(rt->rt_gw_family == AF_INET6))
-			return NFB_DECLINE_XMIT_TYPE;
-		out.dev = nfb_neigh_out_dev(state->net, &tuplehash->tuple,
-					    &rt->dst);
-		if (unlikely(!out.dev))
-			return NFB_DECLINE_DIRECT_DEV;
-		if (nfb_flowtable_pushes_encap())
-			break;
-		if (unlikely(is_vlan_dev(out.dev)))
-			out.dev = nfb_vlan_out(state->net, other, out.dev);
-		else if (unlikely(out.dev->type == ARPHRD_PPP))
-			out.dev = nfb_ppp_out(nn, state->net, other, out.dev,
-					      skb);
-		break;
-	case FLOW_OFFLOAD_XMIT_DIRECT:
-		/* Into a tunnel with cached addresses: not taken. */
-		if (unlikely(tun_tx))
-			return NFB_DECLINE_ENCAP;
-		ret = nfb_direct_out(state, &tuplehash->tuple, &out);
-		if (ret)
-			return ret;
-		break;
-	default:
-		return NFB_DECLINE_XMIT_TYPE;
-	}
-
-	if (unlikely(nfb_exceeds_mtu(skb, tuplehash->tuple.mtu + offset -
-					   (tun_tx ? sizeof(*iph) : 0))))
-		return NFB_DECLINE_MTU;
-
-	if (iph->protocol == IPPROTO_TCP && nfb_tcp_flags_decline(skb, thoff, flow))
-		return NFB_DECLINE_TCP_FLAGS;
-
-	/* nf_flow_dst_check(): only a route is checked. */
-	if (rt && (!dst_check(&rt->dst, tuplehash->tuple.dst_cookie) ||
-		   !dst_hold_safe(&rt->dst)))
-		return NFB_DECLINE_DST_STALE;
-
-	if (skb_try_make_writable(skb, thoff + hdrsize) ||
-	    (tun_tx && skb_cow_head(skb, nfb_tunnel_headroom(&rt->dst,
-							      sizeof(*iph))))) {
-		if (rt)
-			dst_release(&rt->dst);
-		return NFB_DECLINE_UNWRITABLE;
-	}
-
-	/* From here on the packet is ours. */
-	nfb_refresh(ft, flow, refreshed);
-
-	if (rx->layers)
-		nfb_encap_pop(skb, rx);
-	if (tun_rx)
-		nfb_tunnel_pop(skb, sizeof(*iph));
-	thoff -= offset;
-
-	if (unlikely(skb_is_gso(skb)) && !rx->layers && !tun_rx && !tun_tx)
-		rx->segs = nfb_unbundle(skb, thoff + hdrsize,
-					tuplehash->tuple.mtu, &rx->nsegs);
-
+	nfb_ctx_take(&ctx, skb, sizeof(*iph));
 	iph = ip_hdr(skb);
-	nfb_nat_ip(flow, skb, thoff, dir, iph);
-
+	nfb_nat_ip(ctx.flow, skb, ctx.thoff, ctx.dir, iph);
 	ip_decrease_ttl(iph);
-	skb_clear_tstamp(skb);
+	nfb_ctx_account(&ctx, skb);
 
-	if (ft->flags & NF_FLOWTABLE_COUNTER)
-		nf_ct_acct_update(flow->ct, dir, skb->len);
-
-	if (unlikely(tun_tx) &&
-	    nfb_ipip_push(state->net, skb, other, &rt->dst)) {
-		dst_release(&rt->dst);
+	if (unlikely(ctx.tun_tx) &&
+	    nfb_ipip_push(state->net, skb, ctx.other, ctx.dst)) {
+		dst_release(ctx.dst);
 		return NFB_DROPPED;
 	}
 
-	if (rt) {
-		nexthop = rt_nexthop(rt, tun_tx ? nfb_tuple_tun_far4(other) :
-						  other->src_v4.s_addr);
-		out.dst = &rt->dst;
-		out.xmit = NFB_XMIT_NEIGH;
-		nfb_prepare(skb, nn, &out, flow, dir, rx->order);
+	if (ctx.dst) {
+		nexthop = rt_nexthop((struct rtable *)ctx.dst,
+				     ctx.tun_tx ? nfb_tuple_tun_far4(ctx.other) :
+						  ctx.other->src_v4.s_addr);
+		nfb_ctx_prepare(&ctx, skb);
 		NFB_CB(skb)->nexthop.v4 = nexthop;
 	} else {
-		nfb_prepare(skb, nn, &out, flow, dir, rx->order);
+		nfb_ctx_prepare(&ctx, skb);
 	}
-
-	if (unlikely(rx->segs))
-		nfb_segs_apply(nn, ft, rx, flow, dir, thoff, thoff + hdrsize,
-			       skb);
-
-	return NFB_TAKEN;
+	return nfb_ctx_taken(&ctx, skb);
 }
 
 static __always_inline int nfb_ipv6(struct nfb_net *nn,
@@ -1193,62 +1267,54 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 				    const struct nf_hook_state *state,
 				    struct nfb_rx *rx)
 {
-	struct flow_offload_tuple_rhash *tuplehash;
+	struct nfb_ctx ctx __uninitialized;
 	struct flow_offload_tuple tuple __uninitialized;
-	unsigned int thoff, hdrsize, offset = rx->offset;
-	const struct flow_offload_tuple *other;
 	struct in6_addr tun_saddr, tun_daddr;
 	const struct in6_addr *nexthop;
-	enum flow_offload_tuple_dir dir;
-	bool tun_rx = false, tun_tx;
-	struct flow_offload *flow;
 	struct flow_ports *ports;
 	struct ipv6hdr *ip6h;
-	struct rt6_info *rt;
-	struct nfb_out out;
-	u32 *refreshed;
 	int ret;
 
-	thoff = sizeof(*ip6h) + offset;
-	if (!pskb_may_pull(skb, thoff))
+	nfb_ctx_init(&ctx, nn, ft, state, rx);
+	ctx.thoff = sizeof(*ip6h) + ctx.offset;
+	if (!pskb_may_pull(skb, ctx.thoff))
 		return NFB_DECLINE_HEADER;
 
-	ip6h = (struct ipv6hdr *)(skb_network_header(skb) + offset);
+	ip6h = (struct ipv6hdr *)(skb_network_header(skb) + ctx.offset);
 	/* 6.19 on, nf_flow_ip6_tunnel_proto(): as IPIP in nfb_ipv4(). */
 	if (ip6h->nexthdr == IPPROTO_IPV6 && nfb_tunnels()) {
 		if (ip6h->hop_limit <= 1)
 			return NFB_DECLINE_TTL;
 		tun_saddr = ip6h->saddr;
 		tun_daddr = ip6h->daddr;
-		tun_rx = true;
-		offset += sizeof(*ip6h);
-		thoff += sizeof(*ip6h);
-		if (!pskb_may_pull(skb, thoff))
+		ctx.tun_rx = true;
+		ctx.offset += sizeof(*ip6h);
+		ctx.thoff += sizeof(*ip6h);
+		if (!pskb_may_pull(skb, ctx.thoff))
 			return NFB_DECLINE_HEADER;
-		ip6h = (struct ipv6hdr *)(skb_network_header(skb) + offset);
+		ip6h = (struct ipv6hdr *)(skb_network_header(skb) + ctx.offset);
 	}
 	rx->order = nfb_order_addrs6(ip6h);
 	rx->scope = NFB_ORDER_ADDR;
 	switch (ip6h->nexthdr) {
 	case IPPROTO_TCP:
-		hdrsize = sizeof(struct tcphdr);
+		ctx.hdrsize = sizeof(struct tcphdr);
 		break;
 	case IPPROTO_UDP:
-		hdrsize = sizeof(struct udphdr);
+		ctx.hdrsize = sizeof(struct udphdr);
 		break;
 	case NEXTHDR_FRAGMENT:
-		nfb_order_ext6(skb, skb_network_offset(skb) + offset, rx);
+		nfb_order_ext6(skb, skb_network_offset(skb) + ctx.offset, rx);
 		return NFB_DECLINE_FRAG;
 	default:
 		/*
 		 * Also the packets of an ip6tnl device with its default
 		 * encapsulation limit option: as the stock hook, which
-		 * takes an inner header only right behind the outer one
-		 * ("netfilter: flowtable: fix and simplify IP6IP6 tunnel
-		 * handling", 7.1.5 and 7.2 on).
+		 * takes an inner header only right behind the outer one.
 		 */
 		if (ipv6_ext_hdr(ip6h->nexthdr)) {
-			nfb_order_ext6(skb, skb_network_offset(skb) + offset,
+			nfb_order_ext6(skb,
+				       skb_network_offset(skb) + ctx.offset,
 				       rx);
 			return NFB_DECLINE_OPTIONS;
 		}
@@ -1258,14 +1324,14 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	if (ip6h->hop_limit <= 1)
 		return NFB_DECLINE_TTL;
 
-	if (!pskb_may_pull(skb, thoff + hdrsize))
+	if (!pskb_may_pull(skb, ctx.thoff + ctx.hdrsize))
 		return NFB_DECLINE_HEADER;
 
 	nfb_tuple_init(&tuple);
-	ports = (struct flow_ports *)(skb_network_header(skb) + thoff);
+	ports = (struct flow_ports *)(skb_network_header(skb) + ctx.thoff);
 	tuple.src_port		= ports->source;
 	tuple.dst_port		= ports->dest;
-	ip6h = (struct ipv6hdr *)(skb_network_header(skb) + offset);
+	ip6h = (struct ipv6hdr *)(skb_network_header(skb) + ctx.offset);
 	tuple.src_v6		= ip6h->saddr;
 	tuple.dst_v6		= ip6h->daddr;
 	tuple.l3proto		= AF_INET6;
@@ -1276,110 +1342,39 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	rx->scope = NFB_ORDER_FLOW;
 	if (rx->layers)
 		nfb_tuple_encap(skb, &tuple);
-	if (tun_rx)
+	if (ctx.tun_rx)
 		nfb_tuple_set_tun6(&tuple, &tun_saddr, &tun_daddr);
 
-	tuplehash = nfb_flow_lookup(ft, &tuple, &refreshed);
-	if (!tuplehash)
-		return NFB_DECLINE_MISS;
+	ret = nfb_ctx_lookup(&ctx, &tuple, skb);
+	if (ret == NFB_GO_ON)
+		ret = nfb_ctx_out(&ctx, skb, AF_INET6);
+	if (ret == NFB_GO_ON)
+		ret = nfb_ctx_check(&ctx, skb, sizeof(*ip6h), ip6h->nexthdr);
+	if (ret != NFB_GO_ON)
+		return ret;
 
-	dir = tuplehash->tuple.dir;
-	flow = container_of(tuplehash, struct flow_offload, tuplehash[dir]);
-	other = &flow->tuplehash[!dir].tuple;
-	tun_tx = nfb_tuple_tunnelled(other);
-
-	if (unlikely(test_bit(NF_FLOW_HW, &flow->flags)))
-		return NFB_DECLINE_HW_OFFLOAD;
-	if (nfb_encap_left_to_stock(flow, dir, skb))
-		return NFB_DECLINE_ENCAP_GSO;
-	rt = NULL;
-	switch (tuplehash->tuple.xmit_type) {
-	case FLOW_OFFLOAD_XMIT_NEIGH:
-		rt = dst_rt6_info(tuplehash->tuple.dst_cache);
-		out.dev = nfb_neigh_out_dev(state->net, &tuplehash->tuple,
-					    &rt->dst);
-		if (unlikely(!out.dev))
-			return NFB_DECLINE_DIRECT_DEV;
-		if (nfb_flowtable_pushes_encap())
-			break;
-		if (unlikely(is_vlan_dev(out.dev)))
-			out.dev = nfb_vlan_out(state->net, other, out.dev);
-		else if (unlikely(out.dev->type == ARPHRD_PPP))
-			out.dev = nfb_ppp_out(nn, state->net, other, out.dev,
-					      skb);
-		break;
-	case FLOW_OFFLOAD_XMIT_DIRECT:
-		if (unlikely(tun_tx))
-			return NFB_DECLINE_ENCAP;
-		ret = nfb_direct_out(state, &tuplehash->tuple, &out);
-		if (ret)
-			return ret;
-		break;
-	default:
-		return NFB_DECLINE_XMIT_TYPE;
-	}
-
-	if (unlikely(nfb_exceeds_mtu(skb, tuplehash->tuple.mtu + offset -
-					   (tun_tx ? sizeof(*ip6h) : 0))))
-		return NFB_DECLINE_MTU;
-
-	if (ip6h->nexthdr == IPPROTO_TCP && nfb_tcp_flags_decline(skb, thoff, flow))
-		return NFB_DECLINE_TCP_FLAGS;
-
-	if (rt && (!dst_check(&rt->dst, tuplehash->tuple.dst_cookie) ||
-		   !dst_hold_safe(&rt->dst)))
-		return NFB_DECLINE_DST_STALE;
-
-	if (skb_try_make_writable(skb, thoff + hdrsize) ||
-	    (tun_tx && skb_cow_head(skb, nfb_tunnel_headroom(&rt->dst,
-							      sizeof(*ip6h))))) {
-		if (rt)
-			dst_release(&rt->dst);
-		return NFB_DECLINE_UNWRITABLE;
-	}
-
-	/* From here on the packet is ours. */
-	nfb_refresh(ft, flow, refreshed);
-
-	if (rx->layers)
-		nfb_encap_pop(skb, rx);
-	if (tun_rx)
-		nfb_tunnel_pop(skb, sizeof(*ip6h));
-
-	if (unlikely(skb_is_gso(skb)) && !rx->layers && !tun_rx && !tun_tx)
-		rx->segs = nfb_unbundle(skb, thoff + hdrsize,
-					tuplehash->tuple.mtu, &rx->nsegs);
-
+	nfb_ctx_take(&ctx, skb, sizeof(*ip6h));
 	ip6h = ipv6_hdr(skb);
-	nfb_nat_ipv6(flow, skb, dir, ip6h);
-
+	nfb_nat_ipv6(ctx.flow, skb, ctx.dir, ip6h);
 	ip6h->hop_limit--;
-	skb_clear_tstamp(skb);
+	nfb_ctx_account(&ctx, skb);
 
-	if (ft->flags & NF_FLOWTABLE_COUNTER)
-		nf_ct_acct_update(flow->ct, dir, skb->len);
-
-	if (unlikely(tun_tx) && nfb_ip6ip6_push(state->net, skb, other)) {
-		dst_release(&rt->dst);
+	if (unlikely(ctx.tun_tx) &&
+	    nfb_ip6ip6_push(state->net, skb, ctx.other)) {
+		dst_release(ctx.dst);
 		return NFB_DROPPED;
 	}
 
-	if (rt) {
-		nexthop = rt6_nexthop(rt, tun_tx ? nfb_tuple_tun_far6(other) :
-						   &other->src_v6);
-		out.dst = &rt->dst;
-		out.xmit = NFB_XMIT_NEIGH;
-		nfb_prepare(skb, nn, &out, flow, dir, rx->order);
+	if (ctx.dst) {
+		nexthop = rt6_nexthop(dst_rt6_info(ctx.dst),
+				      ctx.tun_tx ? nfb_tuple_tun_far6(ctx.other) :
+						   &ctx.other->src_v6);
+		nfb_ctx_prepare(&ctx, skb);
 		NFB_CB(skb)->nexthop.v6 = *nexthop;
 	} else {
-		nfb_prepare(skb, nn, &out, flow, dir, rx->order);
+		nfb_ctx_prepare(&ctx, skb);
 	}
-
-	if (unlikely(rx->segs))
-		nfb_segs_apply(nn, ft, rx, flow, dir, sizeof(*ip6h),
-			       thoff + hdrsize, skb);
-
-	return NFB_TAKEN;
+	return nfb_ctx_taken(&ctx, skb);
 }
 
 /*

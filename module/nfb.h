@@ -314,8 +314,28 @@ static inline void nfb_count_drop(struct nfb_net *nn, enum nfb_drop_reason r)
 	this_cpu_inc(nn->stats->drop[r]);
 }
 
-/* main.c */
+/* netns.c */
+extern unsigned int nfb_net_id;
 struct nfb_net *nfb_pernet(const struct net *net);
+int nfb_netns_files_init(struct nfb_net *nn);
+void nfb_netns_files_fini(struct nfb_net *nn);
+
+/* fthook.c */
+extern nf_hookfn *nfb_inet_hook;
+void nfb_learn_inet_hook(nf_hookfn *fn, const void *priv);
+void nfb_rescan_request(struct nfb_hook *h);
+void nfb_fthook_fini(void);
+
+/*
+ * Whether @fn is a flowtable's ingress hook. Inline: the datapath asks for
+ * every packet (nfb_next_flowtable()).
+ */
+static inline bool nfb_is_flowtable_hook(nf_hookfn *fn)
+{
+	return fn == nf_flow_offload_ip_hook ||
+	       fn == nf_flow_offload_ipv6_hook ||
+	       (fn && fn == READ_ONCE(nfb_inet_hook));
+}
 
 /* attach.c */
 int nfb_attach(struct net *net, u32 family, const char *table,
@@ -325,7 +345,6 @@ int nfb_detach(struct net *net, u32 family, const char *table,
 void nfb_detach_all(struct nfb_net *nn);
 void nfb_rescan_all(struct nfb_net *nn);
 void nfb_rescan_work(struct work_struct *work);
-void nfb_rescan_request(struct nfb_hook *h);
 bool nfb_hook_adjacent(const struct nfb_hook *h);
 u8 nfb_attach_state(const struct nfb_attach *a);
 int nfb_attach_init(void);
@@ -334,9 +353,6 @@ void nfb_attach_fini(void);
 /* fastpath.c */
 unsigned int nfb_hook_fn(void *priv, struct sk_buff *skb,
 			 const struct nf_hook_state *state);
-bool nfb_is_flowtable_hook(nf_hookfn *fn);
-void nfb_learn_inet_hook(nf_hookfn *fn, const void *priv);
-void nfb_fastpath_fini(void);
 
 /*
  * Words of a tuple's key at most: the loops over them are unrolled in

@@ -1046,96 +1046,118 @@ static enum nfb_fallback_reason nfb_txq_verdict(struct net_device *dev, u16 qi,
 }
 
 /*
- * Transmit one bulk. The caller holds one reference on b->dev for the
- * whole call (the other packets' references are already released) and the
- * bulk's packets are counted in flight until it returns.
+ * How the packets a stage of __nfb_xmit_bulk() does not send as a list
+ * leave, each on its own (nfb_tx_left()).
  */
-static void __nfb_xmit_bulk(struct nfb_bulk *b, struct nfb_vlan_chain *chain)
-{
-	struct net_device *dev = b->dev;
-	struct nfb_net *nn = b->nn;
-	unsigned int hh_len, n = 0;
-	struct sk_buff *skb, *next;
-	struct netdev_queue *txq = NULL;
-	u8 ha[MAX_ADDR_LEN] __uninitialized;
-	u8 sa[ETH_ALEN] __aligned(2) __uninitialized;
-	const u8 *sap = sa;
-	struct neighbour *neigh;
-	enum nfb_fallback_reason r, pr;
-	struct sk_buff *list = NULL, **tail = &list, *rest;
-	bool validate = false, drop_dst;
-	struct ethhdr eth __uninitialized;
-	struct ethhdr *ethp = NULL;
-	struct Qdisc *q = NULL, *bypass = NULL, *locked = NULL;
-	enum nfb_stop stop;
-	struct net_device *ppp = NULL;	/* the PPP device stood in for */
-	bool gso = false, encap, vlan_push, late;
-	u16 qi, p;			/* the bulk's queue, a packet's */
-	struct nfb_vlan_chain *vc = NULL;	/* VLAN devices to count for */
+enum nfb_left {
+	NFB_LEFT_NONE,
+	NFB_LEFT_NEIGH,		/* neigh_xmit(), or dropped: NFB_STAND_IN_DOWN */
+	NFB_LEFT_QUEUE,		/* dev_queue_xmit(): the qdisc is busy */
+	NFB_LEFT_REFUSED,	/* dropped: a noqueue device refused them */
+};
+
+/*
+ * A bulk's link-layer addresses and header, which go by address to
+ * helpers out of line: apart from struct nfb_tx, which stays in registers.
+ */
+struct nfb_l2 {
+	u8			ha[MAX_ADDR_LEN];
+	u8			sa[ETH_ALEN] __aligned(2);
+	struct ethhdr		eth;
+};
+
+/*
+ * A bulk on its way out: what the stages of __nfb_xmit_bulk() decide, in
+ * the order they run. All of it comes from the bulk's first packet and
+ * its output device, once per bulk. Its address is never passed to a
+ * function out of line, so that the compiler keeps it in registers.
+ */
+struct nfb_tx {
+	struct net_device	*dev;
+	struct nfb_net		*nn;
+	__be16			proto;
+	/* Link-layer header: nfb_tx_l2(), nfb_tx_header(). */
+	bool			encap;		/* nfb_pushes_encap() */
+	bool			vlan_push;	/* a VLAN device stood in for */
+	struct nfb_l2		*l2;
+	const u8		*sap;		/* NULL: the device's address */
+	struct ethhdr		*ethp;		/* NULL: dev_hard_header() */
+	unsigned int		hh_len;
+	struct net_device	*ppp;		/* the PPP device stood in for */
+	struct nfb_vlan_chain	*vc;		/* VLAN devices to count for */
+	/* Queue: nfb_tx_queue(), nfb_tx_pick(). */
+	int			cpu;
+	bool			late;		/* NFB_TXQ_LATE */
+	bool			drop_dst;	/* IFF_XMIT_DST_RELEASE */
+	u16			qi;
+	enum nfb_fallback_reason r;	/* __NFB_FALLBACK_MAX: list path */
+	struct netdev_queue	*txq;
+	struct Qdisc		*q;
+	struct Qdisc		*bypass;	/* passed by, its run held */
+	/* The list for the driver: nfb_tx_frames(). */
+	struct sk_buff		*list;
+	unsigned int		n;
+	bool			validate;
+	bool			gso;
+	/* What is left for nfb_tx_left(), and why. */
+	struct sk_buff		*left;
+	enum nfb_left		how;
 	enum nfb_fallback_reason vr;
-	enum nfb_drop_reason err;
-	unsigned int len;
-	int cpu, rc;
+};
 
-	b->tail->next = NULL;
-	skb = b->head;
-	encap = nfb_pushes_encap(NFB_CB(skb));
-	/* 6.1 / 6.12: standing in for VLAN devices (fastpath.c, nfb_vlan_out()). */
-	vlan_push = !nfb_flowtable_pushes_encap() && NFB_CB(skb)->stand_in;
+/* Leave @skb (a list) to nfb_tx_left(). Returns false: the list path ends. */
+static bool nfb_tx_stop(struct nfb_tx *t, struct sk_buff *skb,
+			enum nfb_left how, enum nfb_fallback_reason vr)
+{
+	t->left = skb;
+	t->how = how;
+	t->vr = vr;
+	return false;
+}
 
-	if (unlikely(!netif_running(dev))) {
-		nfb_drop_list(skb, nn, NFB_DROP_DEV_DOWN);
-		return;
+/*
+ * Stage 1, the link-layer addresses: the flow's own for
+ * FLOW_OFFLOAD_XMIT_DIRECT (as nf_flow_queue_xmit() passes them to
+ * dev_hard_header(); no neighbour, no route), a PPPoE session's peer, or
+ * the neighbour's. Returns false when the bulk goes packet by packet.
+ *
+ * As neigh_resolve_output(): a connected entry is used as is; a valid but
+ * unconfirmed one (stale, delay, probe) is used too, once
+ * neigh_event_send() has run its state machine (stale -> delay); anything
+ * else takes the per-packet neigh_xmit() path, which queues the packet
+ * while the address is resolved and, with the route still attached,
+ * sends ICMP host unreachable when resolution fails. The neighbour is the
+ * route's device's, which is not t->dev where the module stands in for it
+ * (a VLAN device, say); a route's device that is down has none.
+ */
+static bool nfb_tx_l2(struct nfb_tx *t, struct sk_buff *skb,
+		      struct nfb_vlan_chain *chain)
+{
+	const struct nfb_cb *cb = NFB_CB(skb);
+	struct net_device *dev = t->dev;
+	enum nfb_fallback_reason vr;
+	struct neighbour *neigh;
+
+	if (cb->xmit == NFB_XMIT_DIRECT) {
+		ether_addr_copy(t->l2->ha, cb->nexthop.mac.h_dest);
+		ether_addr_copy(t->l2->sa, cb->nexthop.mac.h_source);
+		t->sap = t->l2->sa;
+		return true;
 	}
-
-	/*
-	 * FLOW_OFFLOAD_XMIT_DIRECT: the addresses the flow cached, as
-	 * nf_flow_queue_xmit() passes them to dev_hard_header(); no
-	 * neighbour, no route.
-	 */
-	if (b->xmit == NFB_XMIT_DIRECT) {
-		const struct nfb_cb *cb = NFB_CB(skb);
-
-		ether_addr_copy(ha, cb->nexthop.mac.h_dest);
-		ether_addr_copy(sa, cb->nexthop.mac.h_source);
-		goto header;
-	}
-
-	/*
-	 * As neigh_resolve_output(): a connected entry is used as is; a valid
-	 * but unconfirmed one (stale, delay, probe) is used too, once
-	 * neigh_event_send() has run its state machine (stale -> delay);
-	 * anything else takes the per-packet neigh_xmit() path, which queues
-	 * the packet while the address is resolved and, with the route still
-	 * attached, sends ICMP host unreachable when resolution fails. The
-	 * neighbour is the route's device's, which is not @dev where the
-	 * module stands in for it (a VLAN device, say); a route's device
-	 * that is down has none (NFB_STAND_IN_DOWN).
-	 */
-	if (unlikely(NFB_CB(skb)->stand_in &&
-		     !netif_running(skb_dst(skb)->dev))) {
-		vr = NFB_STAND_IN_DOWN;
-		goto neigh_xmit;
-	}
-	if (vlan_push && skb_dst(skb)->dev->type == ARPHRD_PPP) {
+	t->sap = NULL;
+	if (unlikely(cb->stand_in && !netif_running(skb_dst(skb)->dev)))
+		return nfb_tx_stop(t, skb, NFB_LEFT_NEIGH, NFB_STAND_IN_DOWN);
+	if (t->vlan_push && skb_dst(skb)->dev->type == ARPHRD_PPP) {
 		/* A PPPoE session: no neighbour, the session's peer. */
-		vr = nfb_ppp_session(skb_dst(skb)->dev, dev, NFB_CB(skb), ha);
+		vr = nfb_ppp_session(skb_dst(skb)->dev, dev, cb, t->l2->ha);
 		if (unlikely(vr != __NFB_FALLBACK_MAX))
-			goto neigh_xmit;
-		ether_addr_copy(sa, dev->dev_addr);
-		sap = NULL;
-		vlan_push = false;
-		ppp = skb_dst(skb)->dev;
-		goto header;
+			return nfb_tx_stop(t, skb, NFB_LEFT_NEIGH, vr);
+		ether_addr_copy(t->l2->sa, dev->dev_addr);
+		t->vlan_push = false;
+		t->ppp = skb_dst(skb)->dev;
+		return true;
 	}
-	neigh = nfb_neigh(NFB_CB(skb)->stand_in ? skb_dst(skb)->dev : dev,
-			  b->proto, NFB_CB(skb));
-	if (!neigh || (!(READ_ONCE(neigh->nud_state) & NUD_CONNECTED) &&
-		       (!(READ_ONCE(neigh->nud_state) & NUD_VALID) ||
-			neigh_event_send(neigh, NULL)))) {
-		vr = NFB_FALLBACK_NEIGH;
-		goto neigh_xmit;
-	}
+	neigh = nfb_neigh(cb->stand_in ? skb_dst(skb)->dev : dev, t->proto, cb);
 	/*
 	 * The header takes @dev's address length from the neighbour, which
 	 * neigh_ha_snapshot() copies for its own device's. A neighbour of
@@ -1144,165 +1166,273 @@ static void __nfb_xmit_bulk(struct nfb_bulk *b, struct nfb_vlan_chain *chain)
 	 * 7.2 make a PPPoE flow NEIGH, on the Ethernet device behind the PPP
 	 * device). Its packets go through the route's device instead.
 	 */
-	if (unlikely(neigh->dev->addr_len != dev->addr_len)) {
-		vr = NFB_FALLBACK_NEIGH;
-		goto neigh_xmit;
-	}
-	neigh_ha_snapshot(ha, neigh, neigh->dev);
-	ether_addr_copy(sa, dev->dev_addr);
-	sap = NULL;
-	if (vlan_push) {
+	if (!neigh || (!(READ_ONCE(neigh->nud_state) & NUD_CONNECTED) &&
+		       (!(READ_ONCE(neigh->nud_state) & NUD_VALID) ||
+			neigh_event_send(neigh, NULL))) ||
+	    unlikely(neigh->dev->addr_len != dev->addr_len))
+		return nfb_tx_stop(t, skb, NFB_LEFT_NEIGH, NFB_FALLBACK_NEIGH);
+	neigh_ha_snapshot(t->l2->ha, neigh, neigh->dev);
+	ether_addr_copy(t->l2->sa, dev->dev_addr);
+	if (t->vlan_push) {
 		vr = nfb_vlan_chain(neigh->dev, dev, chain);
 		if (unlikely(vr != __NFB_FALLBACK_MAX))
-			goto neigh_xmit;
-		vc = chain;
+			return nfb_tx_stop(t, skb, NFB_LEFT_NEIGH, vr);
+		t->vc = chain;
 		/* As vlan_dev_hard_header(): the VLAN device's address. */
-		ether_addr_copy(sa, neigh->dev->dev_addr);
+		ether_addr_copy(t->l2->sa, neigh->dev->dev_addr);
 	}
-header:
-	/*
-	 * Headroom for what is pushed here, no more: as neigh_hh_output()
-	 * and neigh_resolve_output() of the stock path, which leave the
-	 * device's needed_headroom (a VLAN device's tag, say) to the device
-	 * that pushes it. Asking for LL_RESERVED_SPACE() made every packet
-	 * with less room than that (most, on a 6.1 VLAN device) reallocate.
-	 */
-	hh_len = dev->header_ops ? READ_ONCE(dev->hard_header_len) : 0;
+	return true;
+}
+
+/*
+ * Stage 2, the link-layer header: built once for the bulk where the
+ * device's is Ethernet's. Headroom for what is pushed here, no more: as
+ * neigh_hh_output() and neigh_resolve_output() of the stock path, which
+ * leave the device's needed_headroom (a VLAN device's tag, say) to the
+ * device that pushes it; asking for LL_RESERVED_SPACE() would reallocate
+ * every packet with less room than that (most, on a 6.1 VLAN device).
+ */
+static void nfb_tx_header(struct nfb_tx *t, const struct nfb_cb *cb)
+{
+	const struct net_device *dev = t->dev;
+
+	t->hh_len = dev->header_ops ? READ_ONCE(dev->hard_header_len) : 0;
 	if (dev->header_ops && dev->header_ops->create == eth_header) {
-		ether_addr_copy(eth.h_dest, ha);
-		ether_addr_copy(eth.h_source, sa);
+		ether_addr_copy(t->l2->eth.h_dest, t->l2->ha);
+		ether_addr_copy(t->l2->eth.h_source, t->l2->sa);
 		/* A VLAN stand-in's tags go in after it (nfb_vlan_frame()). */
-		if (encap || ppp)
-			eth.h_proto = nfb_encap_ethertype(NFB_CB(skb), b->proto);
+		if (t->encap || t->ppp)
+			t->l2->eth.h_proto = nfb_encap_ethertype(cb, t->proto);
 		else
-			eth.h_proto = b->proto;
-		ethp = &eth;
-		hh_len = ETH_HLEN;
+			t->l2->eth.h_proto = t->proto;
+		t->ethp = &t->l2->eth;
+		t->hh_len = ETH_HLEN;
 	}
+}
 
-	cpu = smp_processor_id();
-	late = b->txq == NFB_TXQ_LATE;
+/*
+ * Stage 3, the queue: the bulk's, and whether the list path may use it
+ * (t->r); an NFB_TXQ_LATE bulk's is the first packet's, once its frame is
+ * built (nfb_tx_pick()).
+ */
+static void nfb_tx_queue(struct nfb_tx *t, u16 qi)
+{
+	struct netdev_queue *txq = NULL;
+	struct net_device *dev = t->dev;
+	struct Qdisc *q = NULL;
+
+	t->cpu = smp_processor_id();
+	t->late = qi == NFB_TXQ_LATE;
+	t->qi = qi;
 	if (nfb_dev_has_egress_hooks(dev))
-		r = NFB_FALLBACK_EGRESS_HOOK;
-	else if (unlikely(late))
-		r = __NFB_FALLBACK_MAX;	/* for now: the first packet's queue */
+		t->r = NFB_FALLBACK_EGRESS_HOOK;
+	else if (unlikely(t->late))
+		t->r = __NFB_FALLBACK_MAX;
 	else
-		r = nfb_txq_verdict(dev, b->txq, cpu, &txq, &q);
-	qi = b->txq;
+		t->r = nfb_txq_verdict(dev, qi, t->cpu, &txq, &q);
+	t->txq = txq;
+	t->q = q;
 	/* What __dev_queue_xmit() does with the route before the qdisc. */
-	drop_dst = dev->priv_flags & IFF_XMIT_DST_RELEASE;
+	t->drop_dst = dev->priv_flags & IFF_XMIT_DST_RELEASE;
+}
 
-	if (unlikely(encap || ppp)) {
-		skb = nfb_push_list(skb, nn,
-				    ppp && dev_nit_active(ppp) ? ppp : NULL,
-				    hh_len);
-		if (ppp)
-			nfb_ppp_count(ppp, skb);
+/* As __dev_queue_xmit() has a packet before it picks the queue. */
+static __always_inline void nfb_tx_clear(struct sk_buff *skb, bool drop_dst)
+{
+	nfb_cb_clear(skb);
+	nfb_skb_clear_tc_at_ingress(skb);
+	if (drop_dst)
+		skb_dst_drop(skb);
+}
+
+/*
+ * The queue of a packet of an NFB_TXQ_LATE bulk, its frame built: the
+ * first one's is the bulk's; a packet the device puts on another queue
+ * goes on its own.
+ */
+static enum nfb_fallback_reason nfb_tx_pick(struct nfb_tx *t,
+					    struct sk_buff *skb)
+{
+	struct netdev_queue *txq;
+	struct Qdisc *q;
+	u16 p;
+
+	nfb_tx_clear(skb, t->drop_dst);
+	p = nfb_pick_frame(t->dev, skb);
+	if (!t->txq) {
+		t->qi = p;
+		t->r = nfb_txq_verdict(t->dev, p, t->cpu, &txq, &q);
+		t->txq = txq;
+		t->q = q;
+		return t->r;
 	}
+	return p == t->qi ? __NFB_FALLBACK_MAX : NFB_FALLBACK_TXQ;
+}
 
+/*
+ * Stage 4, the frames: each packet's link-layer header (and what the
+ * module stands in for) pushed, then onto the list for the driver, or,
+ * where the queue does not allow the list path, through dev_queue_xmit().
+ */
+static void nfb_tx_frames(struct nfb_tx *t, struct sk_buff *skb)
+{
+	struct sk_buff *next, *list = NULL, **tail = &list;
+	struct net_device *dev = t->dev;
+	enum nfb_fallback_reason pr;
+	enum nfb_drop_reason err;
+	unsigned int len;
+	int rc;
+
+	if (unlikely(t->encap || t->ppp)) {
+		skb = nfb_push_list(skb, t->nn,
+				    t->ppp && dev_nit_active(t->ppp) ? t->ppp : NULL,
+				    t->hh_len);
+		if (t->ppp)
+			nfb_ppp_count(t->ppp, skb);
+	}
 	for (; skb; skb = next) {
 		next = skb->next;
 		skb_mark_not_on_list(skb);
-		if (unlikely(vc))
-			err = nfb_vlan_frame(skb, vc, ethp, dev);
+		if (unlikely(t->vc))
+			err = nfb_vlan_frame(skb, t->vc, t->ethp, dev);
 		else
-			err = nfb_push_l2(skb, dev, ha, sap, ethp, hh_len);
+			err = nfb_push_l2(skb, dev, t->l2->ha, t->sap, t->ethp,
+					  t->hh_len);
 		if (unlikely(err != NFB_DROP_NONE)) {
-			nfb_count_drop(nn, err);
+			nfb_count_drop(t->nn, err);
 			kfree_skb(skb);
 			continue;
 		}
-		pr = r;
-		if (unlikely(late) && r == __NFB_FALLBACK_MAX) {
-			/* As __dev_queue_xmit() has it when it picks. */
-			nfb_cb_clear(skb);
-			nfb_skb_clear_tc_at_ingress(skb);
-			if (drop_dst)
-				skb_dst_drop(skb);
-			p = nfb_pick_frame(dev, skb);
-			if (!txq) {
-				qi = p;
-				r = nfb_txq_verdict(dev, qi, cpu, &txq, &q);
-				pr = r;
-			} else if (p != qi) {
-				pr = NFB_FALLBACK_TXQ;
-			}
-		}
+		pr = t->r;
+		if (unlikely(t->late) && t->r == __NFB_FALLBACK_MAX)
+			pr = nfb_tx_pick(t, skb);
 		if (pr != __NFB_FALLBACK_MAX) {
 			len = nfb_vlan_len(skb);
-			rc = nfb_queue_xmit(skb, nn, pr);
-			nfb_vlan_tally(vc, len, rc);
+			rc = nfb_queue_xmit(skb, t->nn, pr);
+			nfb_vlan_tally(t->vc, len, rc);
 			continue;
 		}
-		if (likely(!late)) {
-			nfb_cb_clear(skb);
-			nfb_skb_clear_tc_at_ingress(skb);
-			if (drop_dst)
-				skb_dst_drop(skb);
-		}
-		if (!drop_dst)
+		if (likely(!t->late))
+			nfb_tx_clear(skb, t->drop_dst);
+		if (!t->drop_dst)
 			skb_dst_force(skb);
-		validate |= nfb_needs_validate(skb, dev);
-		gso |= skb_is_gso(skb);
+		t->validate |= nfb_needs_validate(skb, dev);
+		t->gso |= skb_is_gso(skb);
 		*tail = skb;
 		tail = &skb->next;
-		n++;
+		t->n++;
 	}
-	if (!n)
-		return;
-	if (q->enqueue) {
-		if (nfb_qdisc_bypassable(q))
-			bypass = q;
-		else
-			locked = q;
-	}
+	t->list = list;
+}
 
-	/*
-	 * Behind a qdisc, only while it is empty and this CPU holds its run,
-	 * as __dev_xmit_skb() sends a packet directly. GSO packets would need
-	 * the qdisc's per-segment length: they take the qdisc's own path.
-	 */
-	if (gso && (bypass || locked))
-		goto queue;
-	if (bypass) {
+/* Stage 6, accounting: one bulk of t->n packets. */
+static __always_inline void nfb_tx_account(const struct nfb_tx *t)
+{
+	this_cpu_inc(t->nn->stats->bulks);
+	this_cpu_inc(t->nn->stats->hist[nfb_hist_bucket(t->n)]);
+}
+
+/*
+ * Stage 5a, the qdisc: behind one, the list goes to the driver only while
+ * the qdisc is empty and this CPU holds its run, as __dev_xmit_skb() sends
+ * a packet directly (t->bypass); a qdisc with a root lock that cannot be
+ * passed by gets the bulk queued under one hold of that lock. GSO packets
+ * would need the qdisc's per-segment length: they take the qdisc's own
+ * path. Returns true when the list goes to the driver.
+ */
+static bool nfb_tx_qdisc(struct nfb_tx *t)
+{
+	struct Qdisc *q = t->q;
+	spinlock_t *root_lock = qdisc_lock(q);
+	struct sk_buff *skb;
+
+	if (!q->enqueue) {
+		nfb_tx_account(t);
+		return true;
+	}
+	if (t->gso)
+		return nfb_tx_stop(t, t->list, NFB_LEFT_QUEUE, NFB_FALLBACK_QDISC);
+	if (nfb_qdisc_bypassable(q)) {
 		if (!nolock_qdisc_is_empty(q) || !qdisc_run_begin(q))
-			goto queue;
+			return nfb_tx_stop(t, t->list, NFB_LEFT_QUEUE,
+					   NFB_FALLBACK_QDISC);
 		/* Recheck under the run lock: a requeue may have raced us. */
 		if (unlikely(!nolock_qdisc_is_empty(q))) {
 			qdisc_run_end(q);
-			goto queue;
+			return nfb_tx_stop(t, t->list, NFB_LEFT_QUEUE,
+					   NFB_FALLBACK_QDISC);
 		}
+		t->bypass = q;
 	}
-	if (bypass || locked)
-		for (skb = list; skb; skb = skb->next)
-			nfb_qdisc_pkt_len_init(skb);
+	for (skb = t->list; skb; skb = skb->next)
+		nfb_qdisc_pkt_len_init(skb);
+	nfb_tx_account(t);
+	if (t->bypass)
+		return true;
 
-	this_cpu_inc(nn->stats->bulks);
-	this_cpu_inc(nn->stats->hist[nfb_hist_bucket(n)]);
+	/*
+	 * Under the root lock, as __dev_xmit_skb(): an empty qdisc that
+	 * allows it (fq_codel, pfifo, sfq) is passed by while this CPU holds
+	 * its run; anything else gets the bulk queued.
+	 */
+	spin_lock(root_lock);
+	if (!(q->flags & TCQ_F_CAN_BYPASS) || qdisc_qlen(q) ||
+	    test_bit(__QDISC_STATE_DEACTIVATED, &q->state) ||
+	    !qdisc_run_begin(q)) {
+		nfb_enqueue_bulk(t->list, q, t->qi, t->nn, t->vc);
+		return false;
+	}
+	spin_unlock(root_lock);
+	t->bypass = q;
+	return true;
+}
 
-	if (locked) {
-		spinlock_t *root_lock = qdisc_lock(q);
+/*
+ * After the driver, behind a passed-by qdisc, as sch_direct_xmit(): what
+ * the driver refused goes back to the head of the qdisc (counted once, as
+ * __dev_xmit_skb() counts a packet before trying the driver); once another
+ * CPU has queued behind us, the rest queues behind it. Then the run ends.
+ */
+static void nfb_tx_unbypass(struct nfb_tx *t, struct sk_buff *rest,
+			    enum nfb_stop stop)
+{
+	struct Qdisc *q = t->bypass;
+	struct sk_buff *skb;
 
-		/*
-		 * Under the root lock, as __dev_xmit_skb(): an empty qdisc
-		 * that allows it (fq_codel, pfifo, sfq) is passed by while
-		 * this CPU holds its run; anything else gets the bulk queued.
-		 */
-		spin_lock(root_lock);
-		if (!(q->flags & TCQ_F_CAN_BYPASS) || qdisc_qlen(q) ||
-		    test_bit(__QDISC_STATE_DEACTIVATED, &q->state) ||
-		    !qdisc_run_begin(q)) {
-			nfb_enqueue_bulk(list, q, qi, nn, vc);
-			return;
+	if (stop == NFB_STOP_DRIVER) {
+		nfb_count_fallback(t->nn, NFB_FALLBACK_BUSY);
+		nfb_vlan_tally(t->vc, nfb_vlan_len(rest), NET_XMIT_SUCCESS);
+		for (skb = rest->next; skb; skb = skb->next) {
+			nfb_count_fallback(t->nn, NFB_FALLBACK_BUSY);
+			nfb_qdisc_bstats(q, skb);
+			nfb_vlan_tally(t->vc, nfb_vlan_len(skb),
+				       NET_XMIT_SUCCESS);
 		}
-		spin_unlock(root_lock);
-		bypass = q;
+		nfb_requeue(rest, q);
+	} else if (stop == NFB_STOP_QDISC) {
+		nfb_enqueue_qdisc(rest, q, t->nn, t->vc);
 	}
+	nfb_run_end(q);
+}
 
-	skb = validate ? nfb_validate_list(list, dev, nn, vc) : list;
+/*
+ * Stage 5b, the list to the driver under one txq lock. What a noqueue
+ * device refuses is left to nfb_tx_left(), which drops it as
+ * __dev_queue_xmit() does.
+ */
+static void nfb_tx_list(struct nfb_tx *t)
+{
+	struct Qdisc *bypass = t->bypass;
+	struct netdev_queue *txq = t->txq;
+	struct net_device *dev = t->dev;
+	enum nfb_stop stop = NFB_STOP_DRIVER;
+	struct sk_buff *skb, *rest;
+
+	skb = t->validate ? nfb_validate_list(t->list, dev, t->nn, t->vc) :
+			    t->list;
 	if (unlikely(!skb)) {
 		if (bypass)
-			nfb_run_end(q);
+			nfb_run_end(bypass);
 		return;
 	}
 	/*
@@ -1310,83 +1440,108 @@ header:
 	 * them end up there, may read it (segments inherit it).
 	 */
 	for (rest = skb; rest; rest = rest->next)
-		skb_set_queue_mapping(rest, qi);
+		skb_set_queue_mapping(rest, t->qi);
 
 	rest = skb;
-	stop = NFB_STOP_DRIVER;
-	HARD_TX_LOCK(dev, txq, cpu);
+	HARD_TX_LOCK(dev, txq, t->cpu);
 	if (bypass ? !netif_xmit_frozen_or_stopped(txq) :
 		     !netif_xmit_stopped(txq)) {
 		dev_xmit_recursion_inc();
-		stop = nfb_start_xmit_list(skb, dev, txq, bypass, &rest, vc);
+		stop = nfb_start_xmit_list(skb, dev, txq, bypass, &rest, t->vc);
 		dev_xmit_recursion_dec();
 	} else if (bypass) {
 		/*
 		 * __dev_xmit_skb() counts a packet before sch_direct_xmit()
 		 * finds the queue stopped; nfb_start_xmit_list() counts the
-		 * first one of @rest, which the requeue below then leaves out.
+		 * first one of @rest, which nfb_tx_unbypass() then leaves out.
 		 */
 		nfb_qdisc_bstats(bypass, skb);
 	}
 	HARD_TX_UNLOCK(dev, txq);
 
-	if (bypass) {
-		/*
-		 * As sch_direct_xmit(): what the driver refused goes back to
-		 * the head of the qdisc (counted once, as __dev_xmit_skb()
-		 * counts a packet before trying the driver); once another CPU
-		 * has queued behind us, the rest queues behind it.
-		 */
-		if (stop == NFB_STOP_DRIVER) {
-			nfb_count_fallback(nn, NFB_FALLBACK_BUSY);
-			nfb_vlan_tally(vc, nfb_vlan_len(rest), NET_XMIT_SUCCESS);
-			for (skb = rest->next; skb; skb = skb->next) {
-				nfb_count_fallback(nn, NFB_FALLBACK_BUSY);
-				nfb_qdisc_bstats(q, skb);
-				nfb_vlan_tally(vc, nfb_vlan_len(skb),
-					       NET_XMIT_SUCCESS);
-			}
-			nfb_requeue(rest, q);
-		} else if (stop == NFB_STOP_QDISC) {
-			nfb_enqueue_qdisc(rest, q, nn, vc);
+	if (bypass)
+		nfb_tx_unbypass(t, rest, stop);
+	else
+		nfb_tx_stop(t, rest, NFB_LEFT_REFUSED, __NFB_FALLBACK_MAX);
+}
+
+/* The one exit: what a stage left, each packet on its own. */
+static void nfb_tx_left(struct nfb_tx *t)
+{
+	struct sk_buff *skb, *next;
+	unsigned int len;
+	int rc;
+
+	if (!t->left)
+		return;
+	if (unlikely(t->vr == NFB_STAND_IN_DOWN)) {
+		nfb_drop_list(t->left, t->nn, NFB_DROP_DEV_DOWN);
+		return;
+	}
+	for (skb = t->left; skb; skb = next) {
+		next = skb->next;
+		skb_mark_not_on_list(skb);
+		switch (t->how) {
+		case NFB_LEFT_NEIGH:
+			nfb_neigh_xmit(skb, t->nn, t->proto, t->vr);
+			break;
+		case NFB_LEFT_QUEUE:
+			nfb_count_fallback(t->nn, NFB_FALLBACK_QDISC);
+			len = nfb_vlan_len(skb);
+			rc = dev_queue_xmit(skb);
+			nfb_vlan_tally(t->vc, len, rc);
+			break;
+		default:
+			nfb_count_drop(t->nn, NFB_DROP_XMIT);
+			nfb_vlan_tally(t->vc, 0, NET_XMIT_DROP);
+			dev_core_stats_tx_dropped_inc(t->dev);
+			kfree_skb(skb);
 		}
-		nfb_run_end(q);
+	}
+}
+
+/*
+ * Transmit one bulk, in stages: link-layer addresses, header, queue,
+ * frames, qdisc or driver, and what is left over one packet at a time.
+ * The caller holds one reference on b->dev for the whole call (the other
+ * packets' references are already released) and the bulk's packets are
+ * counted in flight until it returns.
+ */
+static void __nfb_xmit_bulk(struct nfb_bulk *b, struct nfb_vlan_chain *chain)
+{
+	struct sk_buff *skb = b->head;
+	const struct nfb_cb *cb = NFB_CB(skb);
+	struct nfb_l2 l2 __uninitialized;
+	struct nfb_tx t __uninitialized;
+
+	b->tail->next = NULL;
+	t.l2 = &l2;
+	t.dev = b->dev;
+	t.nn = b->nn;
+	t.proto = b->proto;
+	t.left = NULL;
+	if (unlikely(!netif_running(t.dev))) {
+		nfb_drop_list(skb, t.nn, NFB_DROP_DEV_DOWN);
 		return;
 	}
-
-	/* A noqueue device cannot hold what it refused: __dev_queue_xmit() drops it. */
-	for (skb = rest; skb; skb = next) {
-		next = skb->next;
-		skb_mark_not_on_list(skb);
-		nfb_count_drop(nn, NFB_DROP_XMIT);
-		nfb_vlan_tally(vc, 0, NET_XMIT_DROP);
-		dev_core_stats_tx_dropped_inc(dev);
-		kfree_skb(skb);
+	t.encap = nfb_pushes_encap(cb);
+	/* 6.1 / 6.12: standing in for VLAN devices (fastpath.c, nfb_vlan_out()). */
+	t.vlan_push = !nfb_flowtable_pushes_encap() && cb->stand_in;
+	t.ethp = NULL;
+	t.ppp = NULL;
+	t.vc = NULL;
+	t.bypass = NULL;
+	t.n = 0;
+	t.validate = false;
+	t.gso = false;
+	if (nfb_tx_l2(&t, skb, chain)) {
+		nfb_tx_header(&t, cb);
+		nfb_tx_queue(&t, b->txq);
+		nfb_tx_frames(&t, skb);
+		if (t.n && nfb_tx_qdisc(&t))
+			nfb_tx_list(&t);
 	}
-	return;
-
-queue:
-	/* The qdisc was busy after all: every packet through dev_queue_xmit(). */
-	for (skb = list; skb; skb = next) {
-		next = skb->next;
-		skb_mark_not_on_list(skb);
-		nfb_count_fallback(nn, NFB_FALLBACK_QDISC);
-		len = nfb_vlan_len(skb);
-		rc = dev_queue_xmit(skb);
-		nfb_vlan_tally(vc, len, rc);
-	}
-	return;
-
-neigh_xmit:
-	if (unlikely(vr == NFB_STAND_IN_DOWN)) {
-		nfb_drop_list(skb, nn, NFB_DROP_DEV_DOWN);
-		return;
-	}
-	for (; skb; skb = next) {
-		next = skb->next;
-		skb_mark_not_on_list(skb);
-		nfb_neigh_xmit(skb, nn, b->proto, vr);
-	}
+	nfb_tx_left(&t);
 }
 
 /*

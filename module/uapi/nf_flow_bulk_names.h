@@ -10,7 +10,7 @@
  * Include it with SET defined (NFB_DECLINE_REASON, ...) for the members of
  * that set, in enum order; there is no include guard on purpose. The value is
  * the member's number, which is ABI: the module's build checks each
- * (main.c), so that members can only be appended, never inserted, removed
+ * (netns.c), so that members can only be appended, never inserted, removed
  * or moved.
  */
 
