@@ -29,6 +29,14 @@
 #      namespace's packets before a decline, so R's stay held; before,
 #      every decline drained the whole queue, and a container's new
 #      connections cut the host's bulks to one packet;
+#   4d. the route, the flow and the flowtable go under the queued packets,
+#      each of which holds a reference on the route (datapath.rst, the
+#      route's lifetime). Once released, every one is delivered or counted
+#      as a drop, and the route, whose last references are the packets',
+#      is freed: the kernel's count of IPv4 routes falls below its count
+#      with the route in place (a reference never given back keeps it
+#      there; one given back twice shows as "dst_release underflow",
+#      which the runner catches);
 #   5. the module is unloaded with test_hold still set (a test killed while
 #      holding): the unload releases them instead of waiting forever, and
 #      they are delivered;
@@ -51,7 +59,7 @@ source "$(dirname "$0")/lib.sh"
 # shellcheck source=tools/testing/lib/fastpath.sh
 source "$NFB_LIB/fastpath.sh"
 
-nfb_require_tool ip nft python3 nstat taskset ethtool
+nfb_require_tool ip nft python3 nstat taskset ethtool conntrack
 
 hold=/sys/module/nf_flow_bulk/parameters/test_hold
 cpu1=/sys/devices/system/cpu/cpu1/online
@@ -267,6 +275,34 @@ check "other namespace's decline: R's packets are still held ($((rx1 - rx0)) del
 echo 0 >"$hold"
 check "other namespace's decline: R's held packets are delivered once released" \
 	busywait 10000 eval "[ \"\$(server_rx)\" -ge $((rx0 + 20)) ]"
+cleanup_all_ns
+
+# 4d. Route deleted, flow torn down and flowtable deleted under queued
+# packets. The route to S is r1's connected route; the flow holds it too,
+# until its flowtable goes.
+all_drops() { fp_stat "$R" "sum(t['drop'].values())"; }
+# IPv4 routes alive in the kernel (all namespaces): rt_cache's "entries".
+rt_entries() {
+	printf '%d\n' "0x$(awk 'NR == 2 { print $1 }' /proc/net/stat/rt_cache)"
+}
+topology
+dr0=$(all_drops)
+e0=$(rt_entries)
+hold_20 0 "route gone: 20 packets taken and held"
+ip -n "$R" route del 10.0.2.0/24 dev r1
+ip netns exec "$R" conntrack -F >/dev/null 2>&1 || true
+ip netns exec "$R" nft delete table inet fp
+echo 0 >"$hold"
+# shellcheck disable=SC2317 # called through busywait
+held_accounted() {
+	[ $(($(server_rx) - rx0 + $(all_drops) - dr0)) -eq 20 ]
+}
+check "route gone: every held packet delivered or dropped" \
+	busywait 10000 held_accounted
+echo "INFO: route gone: $(($(server_rx) - rx0)) delivered, $(($(all_drops) - dr0)) dropped"
+check "route gone: the route is freed with the packets' references" \
+	busywait 10000 eval "[ \"\$(rt_entries)\" -lt $e0 ]"
+echo "INFO: route gone: IPv4 routes $e0 before, $(rt_entries) after"
 cleanup_all_ns
 
 # 5. Unloaded while holding (last: the module is gone afterwards). Should
