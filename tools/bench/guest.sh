@@ -11,6 +11,7 @@
 #                        [--configs "gen-alone drop-west plain stock bulk"]
 #                        [--count N] [--reps N] [--burst N] [--len N]
 #                        [--family 4|6] [--headroom N] [--tap none|read|drop]
+#                        [--nexthops 1|2]
 #
 # Configurations:
 #   gen-alone  the generator sending into a dummy device (its own cost)
@@ -73,6 +74,13 @@
 #   drop   tcpdump with a filter no frame matches (ethertype 0x88b5): the
 #          tap's kernel cost alone, a clone and a filter run per frame
 # Each point's JSON names it (tap).
+# --nexthops 2 (--encap none only): west sends the flows of odd source ports
+# (every other flow of the generator's) to a second next hop, 10.0.2.3 /
+# fd00:2::3, a second address of east's e0: a mark set in west's prerouting
+# (nft table nfb_bench_nh) and a rule to a routing table of its own. The
+# flows take turns, so a drain on west holds packets of both next hops
+# interleaved, in two open bulks (module/xmit.c nfb_drain()). East, the
+# second router, keeps one next hop. Each point's JSON names it (nexthops).
 # The flowtables are on the real devices in every case. Each point's JSON
 # names its encapsulation (encap); for bulk it also gives what the module
 # took per encapsulation and what it sent per packet instead of in a list
@@ -99,6 +107,7 @@ len=128
 family=4
 headroom=0
 tap=none
+nexthops=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--links) links=$2; shift 2 ;;
@@ -115,6 +124,7 @@ while [ $# -gt 0 ]; do
 	--family) family=$2; shift 2 ;;
 	--headroom) headroom=$2; shift 2 ;;
 	--tap) tap=$2; shift 2 ;;
+	--nexthops) nexthops=$2; shift 2 ;;
 	*) echo "guest.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -122,6 +132,17 @@ done
 case "$tap" in
 none | read | drop) ;;
 *) echo "guest.sh: unknown tap $tap" >&2; exit 2 ;;
+esac
+
+case "$nexthops" in
+1) ;;
+2)
+	if [ "$encaps" != none ]; then
+		echo "guest.sh: --nexthops 2 is for --encap none only" >&2
+		exit 2
+	fi
+	;;
+*) echo "guest.sh: --nexthops is 1 or 2" >&2; exit 2 ;;
 esac
 
 for encap in $encaps; do
@@ -163,6 +184,31 @@ train=1
 gen() { # gen DEV DMAC COUNT FLOWS [TRAIN]
 	echo "gen dev=$1 dmac=$2 src=$src dst=$dst flows=$4 count=$3 burst=$burst len=$len window=$window train=${5:-$train} headroom=$headroom" |
 		in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
+}
+
+# nexthops_add: with --nexthops 2, west's second next hop (see above). The
+# neighbour entry is permanent, as topo_neigh_permanent makes the others.
+# The nft table is not the flowtable's: topo_flowtable_del leaves it.
+nexthops_add() {
+	local mac
+	[ "$nexthops" = 2 ] || return 0
+	mac=$(mac_of "$NS_EAST" e0)
+	ip -n "$NS_EAST" addr add 10.0.2.3/24 dev e0
+	ip -n "$NS_EAST" addr add fd00:2::3/64 dev e0 nodad
+	ip -n "$NS_WEST" neigh replace 10.0.2.3 lladdr "$mac" dev w1 nud permanent
+	ip -n "$NS_WEST" neigh replace fd00:2::3 lladdr "$mac" dev w1 nud permanent
+	ip -n "$NS_WEST" route add 10.0.3.0/24 via 10.0.2.3 table 100
+	ip -n "$NS_WEST" -6 route add fd00:3::/64 via fd00:2::3 table 100
+	ip -n "$NS_WEST" rule add fwmark 1 lookup 100
+	ip -n "$NS_WEST" -6 rule add fwmark 1 lookup 100
+	in_ns "$NS_WEST" nft -f - <<-EOF
+		table inet nfb_bench_nh {
+			chain pre {
+				type filter hook prerouting priority mangle; policy accept;
+				udp sport & 1 == 1 meta mark set 1
+			}
+		}
+	EOF
 }
 
 # kicks: virtio TX kicks so far on the routers' egress devices.
@@ -421,7 +467,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 	fi
 	jq -cnM --arg kernel "$kver" --arg link "$link" --arg gro "$g" --arg qdisc "$q" \
 		--arg encap "$encap" --arg config "$config" --arg status "$status" \
-		--arg tap "$tap" \
+		--arg tap "$tap" --argjson nexthops "$nexthops" \
 		--argjson flows "$flows" --argjson train "$train" --argjson family "$family" \
 		--argjson len "$len" --argjson burst "$burst" --argjson headroom "$headroom" \
 		--argjson sent "${sent:-0}" --argjson received "${recv:-0}" \
@@ -435,7 +481,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		--argjson mod0 "$mod0" --argjson mod1 "$mod1" \
 		--arg misforwarded "${misforwarded# }" \
 		'{kernel: $kernel, link: $link, gro: $gro, qdisc: $qdisc, encap: $encap,
-		  config: $config, headroom: $headroom, tap: $tap,
+		  config: $config, headroom: $headroom, tap: $tap, nexthops: $nexthops,
 		  status: $status, flows: $flows, train: $train, family: $family, len: $len,
 		  burst: $burst, sent: $sent, received: $received,
 		  reordered: $reordered, elapsed_ns: $elapsed_ns, wait_ns: $wait_ns,
@@ -469,6 +515,7 @@ for link in $links; do
 		*" mq "*) [ "$link" != veth ] || TOPO_EGRESS_TXQ=2 ;;
 		esac
 		topo_create "$link" "${encap%-direct}"
+		nexthops_add
 		qs=$qdiscs
 		link_window=128
 		if [ "$link" = veth ]; then
