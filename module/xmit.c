@@ -36,6 +36,20 @@
 
 /* Bulks being filled at the same time during one drain. */
 #define NFB_OPEN_BULKS	4
+/* Slots of the per-CPU table of which open bulk holds a flow (nfb_drain()). */
+#define NFB_FLOW_SLOTS	256
+
+/*
+ * A flow's last packet in this drain, by the low bits of its order key:
+ * the serial of the bulk it joined, even; odd once two keys of the drain
+ * met in the slot (NFB_SLOT_SHARED).
+ */
+struct nfb_flow_slot {
+	u32			flow_hash;
+	u32			serial;
+};
+
+#define NFB_SLOT_SHARED	1U
 
 struct nfb_cpu {
 	struct sk_buff_head	queue;
@@ -49,6 +63,15 @@ struct nfb_cpu {
 	 */
 	DECLARE_BITMAP(order_flows, NFB_ORDER_FLOW_BITS);
 	u64			order_addrs;
+	/*
+	 * Which open bulk holds each flow, from a drain's first bloom hit
+	 * on (nfb_flow_elsewhere()): bulk serials count up by two per bulk,
+	 * from one drain to the next, so a slot written before
+	 * @first_serial, the drain's first, is stale without being cleared.
+	 */
+	u32			serial;
+	u32			first_serial;
+	struct nfb_flow_slot	slots[NFB_FLOW_SLOTS];
 };
 
 /* Which queued packets a decline sends ahead of itself (nfb_drain()). */
@@ -64,6 +87,8 @@ struct nfb_bulk {
 	struct net_device	*dev;
 	struct nfb_net		*nn;
 	u64			flows;		/* bloom of flow_hash & 63 */
+	u32			serial;
+	bool			slotted;	/* its packets in the slots */
 	unsigned int		count;
 	unsigned int		max;
 	u16			txq;
@@ -1608,12 +1633,7 @@ static bool nfb_key_match(const struct nfb_bulk *b, const struct sk_buff *skb,
 	return ipv6_addr_equal(&head->nexthop.v6, &cb->nexthop.v6);
 }
 
-/*
- * Whether @b holds a packet of the flow with @flow_hash. Asked only when
- * the bulk's bloom says so: with 64 bits, two of a few flows share a bit
- * often enough (about 5 % for three) that trusting the bloom alone cut
- * every bulk of such a mix to one packet.
- */
+/* Whether @b holds a packet of the flow with @flow_hash. */
 static bool nfb_bulk_has_flow(const struct nfb_bulk *b, u32 flow_hash)
 {
 	const struct sk_buff *skb;
@@ -1624,6 +1644,86 @@ static bool nfb_bulk_has_flow(const struct nfb_bulk *b, u32 flow_hash)
 		if (skb == b->tail)
 			return false;
 	}
+}
+
+static bool nfb_slot_current(const struct nfb_cpu *c,
+			     const struct nfb_flow_slot *slot)
+{
+	return (s32)((slot->serial & ~NFB_SLOT_SHARED) - c->first_serial) >= 0;
+}
+
+/* Record that the flow with @flow_hash has its last packet in @b. */
+static void nfb_slot_set(struct nfb_cpu *c, const struct nfb_bulk *b,
+			 u32 flow_hash)
+{
+	struct nfb_flow_slot *slot = &c->slots[flow_hash % NFB_FLOW_SLOTS];
+
+	if (!nfb_slot_current(c, slot) || slot->flow_hash == flow_hash) {
+		if (!(slot->serial & NFB_SLOT_SHARED) ||
+		    !nfb_slot_current(c, slot)) {
+			slot->flow_hash = flow_hash;
+			slot->serial = b->serial;
+		}
+	} else {
+		slot->serial |= NFB_SLOT_SHARED;
+	}
+}
+
+/* Put the packets of @b, which joined it before it had slots, in them. */
+static void nfb_bulk_slot(struct nfb_cpu *c, struct nfb_bulk *b)
+{
+	const struct sk_buff *skb;
+
+	for (skb = b->head; ; skb = skb->next) {
+		nfb_slot_set(c, b, NFB_CB(skb)->flow_hash);
+		if (skb == b->tail)
+			break;
+	}
+	b->slotted = true;
+}
+
+/*
+ * Whether an open bulk other than @b (NULL: the packet has none yet) holds
+ * a packet of the flow with @flow_hash, once the bloom of one says it may:
+ * 64 bits, which two of a few flows share often enough (about 5 % for
+ * three) that trusting the bloom alone cut every bulk of such a mix to one
+ * packet. From the first such hit on, every open bulk is in the slots, and
+ * then stays: a current slot of the flow's own says where its last packet
+ * went, and a flow is never in two open bulks; a current slot of another
+ * flow's, or none, says it is in none, since every packet that met a
+ * current slot of another key marked it shared. Only a shared slot sends
+ * back to the bulks' packets, one by one. With many flows over two next
+ * hops that walk was taken for a good part of the packets.
+ */
+static bool nfb_flow_elsewhere(struct nfb_cpu *c, struct nfb_bulk *open,
+			       int nopen, const struct nfb_bulk *b,
+			       u32 flow_hash)
+{
+	const struct nfb_flow_slot *slot = &c->slots[flow_hash % NFB_FLOW_SLOTS];
+	u64 bit = 1ULL << (flow_hash & 63);
+	int j;
+
+	for (j = 0; j < nopen; j++) {
+		if (!open[j].slotted)
+			nfb_bulk_slot(c, &open[j]);
+	}
+	if (!nfb_slot_current(c, slot))
+		return false;
+	if (!(slot->serial & NFB_SLOT_SHARED)) {
+		if (slot->flow_hash != flow_hash)
+			return false;
+		for (j = 0; j < nopen; j++) {
+			if (open[j].serial == slot->serial)
+				return &open[j] != b;
+		}
+		return false;
+	}
+	for (j = 0; j < nopen; j++) {
+		if (&open[j] != b && (open[j].flows & bit) &&
+		    nfb_bulk_has_flow(&open[j], flow_hash))
+			return true;
+	}
+	return false;
 }
 
 static __always_inline void nfb_order_mark(unsigned long *flows, u64 *addrs,
@@ -1669,10 +1769,10 @@ static int nfb_order_select(struct nfb_cpu *c, const struct nfb_order_sel *sel,
 /*
  * Group the packets taken since the last poll into bulks, in arrival order.
  * A packet joins an open bulk with the same key; per-flow order holds
- * because a flow is never in two open bulks at once (a bloom of the flows
- * of each bulk, confirmed on the bulk's packets; on a hit in another bulk
- * every open bulk is sent first). With @sel, only the packets it selects,
- * the others keep their place.
+ * because a flow is never in two open bulks at once: a bloom of the flows
+ * of each bulk, and when another bulk's says the packet's flow may be
+ * there and it is (nfb_flow_elsewhere()), every open bulk is sent first.
+ * With @sel, only the packets it selects, the others keep their place.
  */
 static int nfb_drain(struct nfb_cpu *c, int budget,
 		     const struct nfb_order_sel *sel)
@@ -1696,6 +1796,7 @@ static int nfb_drain(struct nfb_cpu *c, int budget,
 	 */
 	rcu_read_lock();
 	c->draining = true;
+	c->first_serial = c->serial + 2;
 	__skb_queue_head_init(&todo);
 	if (sel) {
 		work = nfb_order_select(c, sel, &todo);
@@ -1723,14 +1824,16 @@ static int nfb_drain(struct nfb_cpu *c, int budget,
 			}
 		}
 		for (j = 0; j < nopen; j++) {
-			if (&open[j] != b && (open[j].flows & bit) &&
-			    nfb_bulk_has_flow(&open[j], cb->flow_hash)) {
+			if (&open[j] == b || !(open[j].flows & bit))
+				continue;
+			if (nfb_flow_elsewhere(c, open, nopen, b,
+					       cb->flow_hash)) {
 				for (i = 0; i < nopen; i++)
 					nfb_xmit_bulk(&open[i]);
 				nopen = 0;
 				b = NULL;
-				break;
 			}
+			break;
 		}
 		if (!b) {
 			if (nopen == NFB_OPEN_BULKS) {
@@ -1744,6 +1847,9 @@ static int nfb_drain(struct nfb_cpu *c, int budget,
 			b->dev = skb->dev;
 			b->nn = cb->nn;
 			b->flows = 0;
+			c->serial += 2;
+			b->serial = c->serial;
+			b->slotted = false;
 			b->count = 0;
 			b->max = cb->bulk_max;
 			b->txq = txq;
@@ -1754,6 +1860,8 @@ static int nfb_drain(struct nfb_cpu *c, int budget,
 			b->tail = skb;
 		}
 		b->flows |= bit;
+		if (b->slotted)
+			nfb_slot_set(c, b, cb->flow_hash);
 		if (++b->count >= b->max) {
 			i = b - open;
 			nfb_xmit_bulk(b);

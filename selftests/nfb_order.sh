@@ -15,6 +15,8 @@
 # client port), which the module declines as a miss, must go through
 # alone: the held packets stay held, and no decline sent queued packets
 # ahead of itself (the module's drains counter stays).
+# Last, a flow whose packets key two bulks in turns (its two directions)
+# is never in both open bulks at once (the bulks counter).
 set -eu
 # shellcheck source=selftests/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -174,6 +176,78 @@ for addr in 10.0.2.1 fd00:2::1; do
 			in_order "$first" $((next - 1))
 	done
 done
+
+# Both directions of a flow share its order key (symmetric, above), so
+# the module keeps them as it would one flow whose next hop changes: held
+# in turns, C to S and S to C, they key two bulks (another output device
+# and next hop each), and a flow is never in two open bulks: each turn
+# sends the open bulk before its packet opens the other, one bulk per
+# packet. Trusting a bulk's filter of flows where it is not exact, the
+# eight would leave in two bulks of four. Ports 41002 and 7102 are closed
+# on both sides; their port unreachables are dropped before they leave,
+# and a counter where each side receives counts what arrived.
+turns_t0=$SECONDS
+for ns in "$C" "$S"; do
+	ip netns exec "$ns" nft -f - <<-'EOF'
+	table inet turns {
+		chain pre {
+			type filter hook prerouting priority -300; policy accept;
+			udp dport { 41002, 7102 } counter
+		}
+		chain out {
+			type filter hook output priority 0; policy accept;
+			icmp type destination-unreachable drop
+		}
+	}
+	EOF
+done
+# turns N: N datagrams each way, in turns, from CPU 0 (one queue).
+turns_sent=0
+turns() {
+	ip netns exec "$C" taskset -c 0 python3 -S - "$NFB_LIB" "$C" "$S" "$1" <<-'EOF'
+	import socket, sys
+	sys.path.insert(0, sys.argv[1])
+	from nfb_test import setns
+	socks = []
+	for ns, port in ((sys.argv[2], 41002), (sys.argv[3], 7102)):
+	    setns(ns)
+	    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+	    s.bind(("0.0.0.0", port))
+	    socks.append(s)
+	for i in range(int(sys.argv[4])):
+	    socks[0].sendto(b"c" * 100, ("10.0.2.1", 7102))
+	    socks[1].sendto(b"s" * 100, ("10.0.1.1", 41002))
+	EOF
+	turns_sent=$((turns_sent + 2 * $1))
+}
+turns_seen() {
+	local c s
+	c=$(fp_nft_counters "$C" table inet turns)
+	s=$(fp_nft_counters "$S" table inet turns)
+	echo $((c + s))
+}
+turns_arrived() { [ "$(turns_seen)" -ge "$turns_sent" ]; }
+# A turn makes the flow established, the next offloads it.
+turns_offloaded() {
+	ip netns exec "$R" conntrack -L -f ipv4 -p udp --dport 7102 2>/dev/null |
+		grep -q OFFLOAD
+}
+bulks() { fp_stat "$R" "t['bulks']"; }
+turns 2
+check "both directions: flow offloaded" busywait 10000 turns_offloaded
+check "both directions: warm-up delivered" busywait 10000 turns_arrived
+t0=$(taken)
+b0=$(bulks)
+echo 1 >"$hold"
+turns 4
+check "both directions: 8 packets taken and held" \
+	busywait 10000 eval "[ \"\$(taken)\" -ge $((t0 + 8)) ]"
+echo 0 >"$hold"
+check "both directions: delivered" busywait 10000 turns_arrived
+echo "INFO: both directions: 8 packets in $(($(bulks) - b0)) bulks"
+check "both directions: one bulk per packet, the flow never in two open bulks" \
+	test "$(($(bulks) - b0))" = 8
+echo "INFO: both directions: $((SECONDS - turns_t0)) s"
 
 echo 0 >"$hold"
 fp_genl "$R" detach inet fp ft

@@ -12,6 +12,7 @@
 #                        [--count N] [--reps N] [--burst N] [--len N]
 #                        [--family 4|6] [--headroom N] [--tap none|read|drop]
 #                        [--events]
+#                        [--nexthops 1|2]
 #
 # Configurations:
 #   gen-alone  the generator sending into a dummy device (its own cost)
@@ -76,12 +77,14 @@
 # Each point's JSON names it (tap).
 # --events: what an instruction count cannot see. Every point but gen-alone
 # ends with one more generator run, not in its instruction figures, during
-# which kprobes count the calls of kernel functions (tracefs kprobe_profile;
-# tracing off, so a hit costs the probe alone) by the whole guest; the
-# point's JSON gives the calls per packet received (events):
-#   spin_locks      _raw_spin_lock, _bh, _irqsave, _trylock: every spin lock
-#                   taken (qdisc root locks, transmit queue locks and all
-#                   others; spin_lock() is out of line in Debian's kernels)
+# which kprobes count the calls of kernel functions made in softirq context
+# (where the routers forward; a histogram trigger by caller and trace
+# flags, tracing off); the point's JSON gives the calls per packet
+# received (events):
+#   spin_locks      _raw_spin_lock, _bh, _irqsave, _trylock called by a
+#                   function of the packet path (EVENT_CALLERS): qdisc root
+#                   and transmit queue locks, the veth ring's producer lock
+#                   (spin_lock() is out of line in Debian's kernels)
 #   route_releases  dst_release(): each drops a reference on a route that
 #                   every CPU forwarding through it shares (a locked
 #                   read-modify-write; the hold is inline, one per release)
@@ -94,6 +97,13 @@
 #                   (virtio links only)
 # What is inline (the module's neighbour lookup, the route hold) has no
 # probe: only out-of-line functions are counted.
+# --nexthops 2 (--encap none only): west sends the flows of odd source ports
+# (every other flow of the generator's) to a second next hop, 10.0.2.3 /
+# fd00:2::3, a second address of east's e0: a mark set in west's prerouting
+# (nft table nfb_bench_nh) and a rule to a routing table of its own. The
+# flows take turns, so a drain on west holds packets of both next hops
+# interleaved, in two open bulks (module/xmit.c nfb_drain()). East, the
+# second router, keeps one next hop. Each point's JSON names it (nexthops).
 # The flowtables are on the real devices in every case. Each point's JSON
 # names its encapsulation (encap); for bulk it also gives what the module
 # took per encapsulation and what it sent per packet instead of in a list
@@ -121,6 +131,7 @@ family=4
 headroom=0
 tap=none
 events=0
+nexthops=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--links) links=$2; shift 2 ;;
@@ -138,6 +149,7 @@ while [ $# -gt 0 ]; do
 	--headroom) headroom=$2; shift 2 ;;
 	--tap) tap=$2; shift 2 ;;
 	--events) events=1; shift ;;
+	--nexthops) nexthops=$2; shift 2 ;;
 	*) echo "guest.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -145,6 +157,17 @@ done
 case "$tap" in
 none | read | drop) ;;
 *) echo "guest.sh: unknown tap $tap" >&2; exit 2 ;;
+esac
+
+case "$nexthops" in
+1) ;;
+2)
+	if [ "$encaps" != none ]; then
+		echo "guest.sh: --nexthops 2 is for --encap none only" >&2
+		exit 2
+	fi
+	;;
+*) echo "guest.sh: --nexthops is 1 or 2" >&2; exit 2 ;;
 esac
 
 for encap in $encaps; do
@@ -186,6 +209,31 @@ train=1
 gen() { # gen DEV DMAC COUNT FLOWS [TRAIN]
 	echo "gen dev=$1 dmac=$2 src=$src dst=$dst flows=$4 count=$3 burst=$burst len=$len window=$window train=${5:-$train} headroom=$headroom" |
 		in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
+}
+
+# nexthops_add: with --nexthops 2, west's second next hop (see above). The
+# neighbour entry is permanent, as topo_neigh_permanent makes the others.
+# The nft table is not the flowtable's: topo_flowtable_del leaves it.
+nexthops_add() {
+	local mac
+	[ "$nexthops" = 2 ] || return 0
+	mac=$(mac_of "$NS_EAST" e0)
+	ip -n "$NS_EAST" addr add 10.0.2.3/24 dev e0
+	ip -n "$NS_EAST" addr add fd00:2::3/64 dev e0 nodad
+	ip -n "$NS_WEST" neigh replace 10.0.2.3 lladdr "$mac" dev w1 nud permanent
+	ip -n "$NS_WEST" neigh replace fd00:2::3 lladdr "$mac" dev w1 nud permanent
+	ip -n "$NS_WEST" route add 10.0.3.0/24 via 10.0.2.3 table 100
+	ip -n "$NS_WEST" -6 route add fd00:3::/64 via fd00:2::3 table 100
+	ip -n "$NS_WEST" rule add fwmark 1 lookup 100
+	ip -n "$NS_WEST" -6 rule add fwmark 1 lookup 100
+	in_ns "$NS_WEST" nft -f - <<-EOF
+		table inet nfb_bench_nh {
+			chain pre {
+				type filter hook prerouting priority mangle; policy accept;
+				udp sport & 1 == 1 meta mark set 1
+			}
+		}
+	EOF
 }
 
 # kicks: virtio TX kicks so far on the routers' egress devices.
@@ -541,7 +589,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 	fi
 	jq -cnM --arg kernel "$kver" --arg link "$link" --arg gro "$g" --arg qdisc "$q" \
 		--arg encap "$encap" --arg config "$config" --arg status "$status" \
-		--arg tap "$tap" \
+		--arg tap "$tap" --argjson nexthops "$nexthops" \
 		--argjson flows "$flows" --argjson train "$train" --argjson family "$family" \
 		--argjson len "$len" --argjson burst "$burst" --argjson headroom "$headroom" \
 		--argjson sent "${sent:-0}" --argjson received "${recv:-0}" \
@@ -555,7 +603,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		--argjson mod0 "$mod0" --argjson mod1 "$mod1" \
 		--arg misforwarded "${misforwarded# }" --argjson events "$events_json" \
 		'{kernel: $kernel, link: $link, gro: $gro, qdisc: $qdisc, encap: $encap,
-		  config: $config, headroom: $headroom, tap: $tap,
+		  config: $config, headroom: $headroom, tap: $tap, nexthops: $nexthops,
 		  status: $status, flows: $flows, train: $train, family: $family, len: $len,
 		  burst: $burst, sent: $sent, received: $received,
 		  reordered: $reordered, elapsed_ns: $elapsed_ns, wait_ns: $wait_ns,
@@ -591,6 +639,7 @@ for link in $links; do
 		*" mq "*) [ "$link" != veth ] || TOPO_EGRESS_TXQ=2 ;;
 		esac
 		topo_create "$link" "${encap%-direct}"
+		nexthops_add
 		qs=$qdiscs
 		link_window=128
 		if [ "$link" = veth ]; then
