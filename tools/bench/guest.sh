@@ -284,6 +284,18 @@ xdp_ft_attach() {
 		ip -n "$NS_SUNRISE" link set dev r0 xdpdrv obj "$repo/build/xdp/xdp_pass.o" sec xdp
 }
 
+# xdp_redirected: frames the routers' receive devices redirected from XDP
+# so far (veth's rx_queue_N_xdp_redirect), both routers summed.
+xdp_redirected() {
+	local n=0 k nd
+	for nd in "$NS_WEST:w0" "$NS_EAST:e0"; do
+		k=$(in_ns "${nd%%:*}" ethtool -S "${nd#*:}" 2>/dev/null |
+			awk '/rx_queue_[0-9]+_xdp_redirect:/ {s += $2} END {print s + 0}')
+		n=$((n + k))
+	done
+	echo "$n"
+}
+
 # xdp_ft_detach: xdp-forward's own unload, which removes its pins too.
 xdp_ft_detach() {
 	in_sid "$NS_WEST" xdp-forward unload w0 w1 >/dev/null 2>&1 || true
@@ -428,7 +440,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 	misforwarded='' ttl=62
 	local dmac status=ok west_off=0 east_off=0 alt_opts
 	local kicks0=0 kicks1=0 taken0=0 taken1=0 bulks0=0 bulks1=0 mod0='{}' mod1='{}'
-	local fwd0=0 fwd1=0 why verify=
+	local fwd0=0 fwd1=0 why verify='' redir0=0 redir1=0
 	topo_flowtable_del
 	xdp_attach off
 	window=$link_window
@@ -513,6 +525,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 			read -r taken0 bulks0 < <(nfb_stats)
 		fi
 		[ -z "$sink_ns" ] || [ "$config" = drop-west ] || fwd0=$(topo_stack_forwarded "$family")
+		[ "$link" != veth ] || [ "${config#xdp}" = "$config" ] || redir0=$(xdp_redirected)
 		# $reps runs; tools/bench/report.py takes the median of every
 		# run of every boot (virtio-net batching moves both ways).
 		local rep
@@ -533,6 +546,14 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 			mod1=$(module_counters)
 		fi
 		[ -z "$sink_ns" ] || [ "$config" = drop-west ] || fwd1=$(topo_stack_forwarded "$family")
+		[ "$link" != veth ] || [ "${config#xdp}" = "$config" ] || redir1=$(xdp_redirected)
+		# XDP's point only if XDP forwarded it: an xdp-ft whose
+		# program passed packets on went through the stock flowtable,
+		# which no stack counter shows.
+		if [ "$link" = veth ] && [ "${config#xdp}" != "$config" ] &&
+			[ $(((redir1 - redir0) * 100)) -lt $((2 * recv * 99)) ]; then
+			echo "guest.sh: $config: XDP redirected $((redir1 - redir0)) of 2 x $recv packets" >&2
+		fi
 	else
 		measure_rep "$sink_ns" "$ttl"
 	fi
@@ -549,6 +570,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		--argjson per_rep "[$(IFS=,; echo "${per_rep[*]}")]" \
 		--argjson taken $((taken1 - taken0)) --argjson bulks $((bulks1 - bulks0)) \
 		--argjson stack_forwarded $((fwd1 - fwd0)) \
+		--argjson xdp_redirected $((redir1 - redir0)) \
 		--argjson mod0 "$mod0" --argjson mod1 "$mod1" \
 		--arg misforwarded "${misforwarded# }" \
 		'{kernel: $kernel, link: $link, gro: $gro, qdisc: $qdisc, encap: $encap,
@@ -560,6 +582,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		  best_received: $best_received,
 		  runs: ($per_rep | map(. / 1000)),
 		  taken: $taken, bulks: $bulks, stack_forwarded: $stack_forwarded,
+		  xdp_redirected: $xdp_redirected,
 		  module: ($mod1 | with_entries(.value -= ($mod0[.key] // 0))
 		    | with_entries(select(.value != 0))),
 		  bulk_mean: (if $bulks > 0 then ($taken / $bulks) else null end),
