@@ -13,6 +13,7 @@
 #                        [--family 4|6] [--headroom N] [--tap none|read|drop]
 #                        [--events]
 #                        [--nexthops 1|2]
+#                        [--nat none|snat]
 #
 # Configurations:
 #   gen-alone  the generator sending into a dummy device (its own cost)
@@ -24,6 +25,19 @@
 #              samples/bpf xdp_fwd (a FIB lookup and a redirect,
 #              tools/bench/xdp, make bench-xdp) on their receive devices
 #              (w0, e0), XDP_PASS on the sink's (r0); plain Ethernet only
+#   xdp-ft     XDP forwarding that keeps the flowtable: xdp-tools'
+#              xdp-forward in flowtable mode (xdp-forward load -f flowtable,
+#              1.5 and later) on both routers' devices (w0 w1, e0 e1), the
+#              stock flowtable and ruleset of stock in place, XDP_PASS on
+#              the sink's (r0). A packet of a flow the stock path offloaded
+#              is looked up in the flowtable by the bpf_xdp_flow_lookup()
+#              kfunc (Linux 6.10 and later), gets the flow's NAT, a FIB
+#              lookup for the next hop and is redirected; any other goes up
+#              the stack. The warm-up is stock's. Needs the kfunc (6.12,
+#              7.x: on 6.1 the point says unavailable, and why, on stderr)
+#              and xdp-tools from the unstable chroot (tools/newkernel peers;
+#              run there, as bookworm's 1.3 has no flowtable mode); plain
+#              Ethernet only
 #   bulk-alt   the same with another build of the module, for an A/B
 #              comparison in one boot (boots differ by about 0.3 %, the runs
 #              of one point by less than 0.05 %): the .ko in
@@ -104,6 +118,14 @@
 # flows take turns, so a drain on west holds packets of both next hops
 # interleaved, in two open bulks (module/xmit.c nfb_drain()). East, the
 # second router, keeps one next hop. Each point's JSON names it (nexthops).
+# --nat snat: west translates the source address of every forwarded
+# packet to its own on the west - east link (10.0.2.1, fd00:2::1; an nft
+# snat rule in postrouting, table nfb_nat, as the selftests write it), in
+# every configuration that forwards; the sink checks each packet's UDP
+# checksum too (sink verify=1: a pass over the payload, in the figures)
+# and the source address of the last one: a point whose sink saw another
+# source (xdp's FIB mode applies no NAT) or a bad checksum is
+# misforwarded. For correctness, not for figures beside runs without it.
 # The flowtables are on the real devices in every case. Each point's JSON
 # names its encapsulation (encap); for bulk it also gives what the module
 # took per encapsulation and what it sent per packet instead of in a list
@@ -132,6 +154,7 @@ headroom=0
 tap=none
 events=0
 nexthops=1
+nat=none
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--links) links=$2; shift 2 ;;
@@ -150,6 +173,7 @@ while [ $# -gt 0 ]; do
 	--tap) tap=$2; shift 2 ;;
 	--events) events=1; shift ;;
 	--nexthops) nexthops=$2; shift 2 ;;
+	--nat) nat=$2; shift 2 ;;
 	*) echo "guest.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -157,6 +181,10 @@ done
 case "$tap" in
 none | read | drop) ;;
 *) echo "guest.sh: unknown tap $tap" >&2; exit 2 ;;
+esac
+case "$nat" in
+none | snat) ;;
+*) echo "guest.sh: unknown NAT $nat" >&2; exit 2 ;;
 esac
 
 case "$nexthops" in
@@ -196,10 +224,13 @@ if nfb_load_module 2>/dev/null && [ -x "$flowbulk" ]; then
 fi
 
 if [ "$family" = 6 ]; then
-	src=fd00:1::1 dst=$TOPO_DST6
+	src=fd00:1::1 dst=$TOPO_DST6 nat_src=fd00:2::1
 else
-	src=10.0.1.1 dst=$TOPO_DST4
+	src=10.0.1.1 dst=$TOPO_DST4 nat_src=10.0.2.1
 fi
+# The source address the sink must see: --nat's translation.
+sink_src=$src
+[ "$nat" = none ] || sink_src=$nat_src
 
 mac_of() { in_ns "$1" cat "/sys/class/net/$2/address"; }
 
@@ -373,6 +404,84 @@ xdp_attach() {
 		ip -n "$NS_SUNRISE" link set dev r0 xdpdrv obj "$repo/build/xdp/xdp_pass.o" sec xdp
 }
 
+# xdp-ft: xdp-forward of the unstable chroot (tools/newkernel peers).
+sid=${NFB_NEWKERNEL_ROOT:-/var/lib/nf-flow-bulk}/sid
+
+# in_sid NS COMMAND...: COMMAND of the chroot, in router NS. The guest's
+# root is bookworm's: the chroot's programs need its own libraries
+# (libxdp, libbpf), with NS's sysfs, the guest's /proc and /dev, and the
+# guest's bpffs: libxdp attaches a dispatcher and the program to it by a
+# link pinned there, which lasts only as long as the pin, so the bpffs
+# must outlive the command (one of its own would go with its mount
+# namespace, and the dispatcher would pass every packet).
+# shellcheck disable=SC2016 # the inner script expands its own arguments
+in_sid() {
+	local ns=$1
+	shift
+	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+	nsenter --net="/run/netns/$ns" unshare -m --propagation private -- bash -c '
+		set -eu
+		r=$1
+		shift
+		mount --rbind /proc "$r/proc"
+		mount -t sysfs sysfs "$r/sys"
+		mount --bind /sys/fs/bpf "$r/sys/fs/bpf"
+		mount --rbind /dev "$r/dev"
+		exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"
+	' in_sid "$sid" "$@"
+}
+
+# xdp_ft_why: why xdp-ft cannot run here (empty when it can). The kfunc
+# is nf_flow_table's, listed once the module is in (topo_flowtable_add).
+xdp_ft_why() {
+	if ! grep -qw bpf_xdp_flow_lookup /proc/kallsyms; then
+		echo "no bpf_xdp_flow_lookup() kfunc in $kver (Linux 6.10 and later)"
+	elif [ ! -x "$sid/usr/sbin/xdp-forward" ]; then
+		echo "no xdp-forward in $sid (tools/newkernel peers installs it)"
+	fi
+}
+
+# xdp_ft_attach: xdp-forward in flowtable mode on both routers (every
+# device it redirects to must be in its set: the transmit devices too),
+# XDP_PASS on the sink's, as xdp_attach does.
+xdp_ft_attach() {
+	in_sid "$NS_WEST" xdp-forward load -f flowtable w0 w1 &&
+		in_sid "$NS_EAST" xdp-forward load -f flowtable e0 e1 &&
+		ip -n "$NS_SUNRISE" link set dev r0 xdpdrv obj "$repo/build/xdp/xdp_pass.o" sec xdp
+}
+
+# xdp_redirected: frames the routers' receive devices redirected from XDP
+# so far (veth's rx_queue_N_xdp_redirect), both routers summed.
+xdp_redirected() {
+	local n=0 k nd
+	for nd in "$NS_WEST:w0" "$NS_EAST:e0"; do
+		k=$(in_ns "${nd%%:*}" ethtool -S "${nd#*:}" 2>/dev/null |
+			awk '/rx_queue_[0-9]+_xdp_redirect:/ {s += $2} END {print s + 0}')
+		n=$((n + k))
+	done
+	echo "$n"
+}
+
+# xdp_ft_detach: xdp-forward's own unload, which removes its pins too.
+xdp_ft_detach() {
+	in_sid "$NS_WEST" xdp-forward unload w0 w1 >/dev/null 2>&1 || true
+	in_sid "$NS_EAST" xdp-forward unload e0 e1 >/dev/null 2>&1 || true
+}
+
+# nat_add: --nat snat on west (see the usage); kept for the whole topology.
+nat_add() {
+	[ "$nat" != none ] || return 0
+	in_ns "$NS_WEST" nft -f - <<-EOF
+	table inet nfb_nat {
+		chain post {
+			type nat hook postrouting priority srcnat;
+			oifname "$TOPO_MID_W" meta nfproto ipv4 snat ip to 10.0.2.1
+			oifname "$TOPO_MID_W" meta nfproto ipv6 snat ip6 to fd00:2::1
+		}
+	}
+	EOF
+}
+
 # egress_qdisc default|noqueue|fq_codel|mq on the routers' egress devices.
 egress_qdisc() {
 	local nd i n
@@ -449,7 +558,8 @@ tap_stop() {
 # run), elapsed / best_recv / wait_ns of the least costly delivered run, and
 # misforwarded: packets that arrived with a TTL other than TTL (the
 # generator's 64 less the routers passed) or a wrong IPv4 header checksum,
-# in any run (the sink's minimum and maximum TTL both must be TTL).
+# in any run (the sink's minimum and maximum TTL both must be TTL), or at
+# the sunrise with another source address than --nat's.
 measure_rep() {
 	local s r o first last w e
 	ctl_read
@@ -458,6 +568,11 @@ measure_rep() {
 			[ "${ctl_val[sink_ttl_max]}" != "${2:-62}" ] ||
 			[ "${ctl_val[sink_bad_csum]}" != 0 ]; then
 			misforwarded="$misforwarded ttl=${ctl_val[sink_ttl_min]}..${ctl_val[sink_ttl_max]},bad_csum=${ctl_val[sink_bad_csum]}"
+		fi
+		# Past west (--nat): its translation, as the last packet shows.
+		if [ "$nat" != none ] && [ "$1" = "$NS_SUNRISE" ] &&
+			[ "${ctl_val[sink_src]:-}" != "$sink_src" ]; then
+			misforwarded="$misforwarded src=${ctl_val[sink_src]:-none}"
 		fi
 	fi
 	s=${ctl_val[gen_sent]:-0}
@@ -491,7 +606,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 	misforwarded='' ttl=62 events_json=null
 	local dmac status=ok west_off=0 east_off=0 alt_opts
 	local kicks0=0 kicks1=0 taken0=0 taken1=0 bulks0=0 bulks1=0 mod0='{}' mod1='{}'
-	local fwd0=0 fwd1=0
+	local fwd0=0 fwd1=0 why verify='' redir0=0 redir1=0
 	topo_flowtable_del
 	xdp_attach off
 	window=$link_window
@@ -518,6 +633,19 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 			status=attach-failed
 		fi
 		;;
+	xdp-ft)
+		topo_flowtable_add
+		why=$(xdp_ft_why)
+		if [ "$encap" != none ]; then
+			status=unavailable
+			echo "guest.sh: xdp-ft: plain Ethernet only, not --encap $encap" >&2
+		elif [ -n "$why" ]; then
+			status=unavailable
+			echo "guest.sh: xdp-ft cannot run: $why" >&2
+		elif ! xdp_ft_attach >&2; then
+			status=attach-failed
+		fi
+		;;
 	bulk-alt)
 		# On a kernel the module is not proven on, the option the
 		# selftests' library gives every load (NFB_UNPROVEN_KERNEL=1).
@@ -533,8 +661,9 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 	esac
 	dmac=$(mac_of "$NS_WEST" w0)
 	echo "sink off" | in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
+	[ "$nat" = none ] || verify=" verify=1"
 	if [ -n "$sink_ns" ]; then
-		echo "sink dev=$sink_dev" | in_ns "$sink_ns" tee "$ctl" >/dev/null
+		echo "sink dev=$sink_dev$verify" | in_ns "$sink_ns" tee "$ctl" >/dev/null
 	fi
 	if [ "$status" = ok ]; then
 		# Warm-up. With a flowtable it puts every flow in it: a UDP flow
@@ -543,7 +672,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		# together, before the first is confirmed, so that takes three
 		# separate runs. Otherwise one run warms the caches.
 		local round rounds=1
-		case "$config" in stock | bulk*) rounds=3 ;; esac
+		case "$config" in stock | bulk* | xdp-ft) rounds=3 ;; esac
 		# Before the warm-up: flowbulk is a process to load, and the
 		# guest's clock runs ahead while it is read in (icount,
 		# sleep=off); between the warm-up and the runs that could
@@ -562,6 +691,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 			read -r taken0 bulks0 < <(nfb_stats)
 		fi
 		[ -z "$sink_ns" ] || [ "$config" = drop-west ] || fwd0=$(topo_stack_forwarded "$family")
+		[ "$link" != veth ] || [ "${config#xdp}" = "$config" ] || redir0=$(xdp_redirected)
 		# $reps runs; tools/bench/report.py takes the median of every
 		# run of every boot (virtio-net batching moves both ways).
 		local rep
@@ -572,7 +702,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		done
 		# The flows in the flowtables, right after the runs refreshed
 		# them (read after the warm-up, they could have left already).
-		if [ "$config" = stock ] || [ "${config%-alt}" = bulk ]; then
+		if [ "$config" = stock ] || [ "$config" = xdp-ft ] || [ "${config%-alt}" = bulk ]; then
 			west_off=$(topo_offloaded "$NS_WEST" "$family")
 			east_off=$(topo_offloaded "$NS_EAST" "$family")
 		fi
@@ -582,6 +712,14 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 			mod1=$(module_counters)
 		fi
 		[ -z "$sink_ns" ] || [ "$config" = drop-west ] || fwd1=$(topo_stack_forwarded "$family")
+		[ "$link" != veth ] || [ "${config#xdp}" = "$config" ] || redir1=$(xdp_redirected)
+		# XDP's point only if XDP forwarded it: an xdp-ft whose
+		# program passed packets on went through the stock flowtable,
+		# which no stack counter shows.
+		if [ "$link" = veth ] && [ "${config#xdp}" != "$config" ] &&
+			[ $(((redir1 - redir0) * 100)) -lt $((2 * recv * 99)) ]; then
+			echo "guest.sh: $config: XDP redirected $((redir1 - redir0)) of 2 x $recv packets" >&2
+		fi
 		# Last: its probes must not reach the figures above.
 		[ "$events" = 0 ] || [ -z "$sink_ns" ] || events_run "$dev" "$dmac" "$flows"
 	else
@@ -589,7 +727,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 	fi
 	jq -cnM --arg kernel "$kver" --arg link "$link" --arg gro "$g" --arg qdisc "$q" \
 		--arg encap "$encap" --arg config "$config" --arg status "$status" \
-		--arg tap "$tap" --argjson nexthops "$nexthops" \
+		--arg tap "$tap" --argjson nexthops "$nexthops" --arg nat "$nat" \
 		--argjson flows "$flows" --argjson train "$train" --argjson family "$family" \
 		--argjson len "$len" --argjson burst "$burst" --argjson headroom "$headroom" \
 		--argjson sent "${sent:-0}" --argjson received "${recv:-0}" \
@@ -600,10 +738,11 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		--argjson per_rep "[$(IFS=,; echo "${per_rep[*]}")]" \
 		--argjson taken $((taken1 - taken0)) --argjson bulks $((bulks1 - bulks0)) \
 		--argjson stack_forwarded $((fwd1 - fwd0)) \
+		--argjson xdp_redirected $((redir1 - redir0)) \
 		--argjson mod0 "$mod0" --argjson mod1 "$mod1" \
 		--arg misforwarded "${misforwarded# }" --argjson events "$events_json" \
 		'{kernel: $kernel, link: $link, gro: $gro, qdisc: $qdisc, encap: $encap,
-		  config: $config, headroom: $headroom, tap: $tap, nexthops: $nexthops,
+		  config: $config, headroom: $headroom, tap: $tap, nexthops: $nexthops, nat: $nat,
 		  status: $status, flows: $flows, train: $train, family: $family, len: $len,
 		  burst: $burst, sent: $sent, received: $received,
 		  reordered: $reordered, elapsed_ns: $elapsed_ns, wait_ns: $wait_ns,
@@ -611,6 +750,7 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		  best_received: $best_received,
 		  runs: ($per_rep | map(. / 1000)),
 		  taken: $taken, bulks: $bulks, stack_forwarded: $stack_forwarded,
+		  xdp_redirected: $xdp_redirected,
 		  module: ($mod1 | with_entries(.value -= ($mod0[.key] // 0))
 		    | with_entries(select(.value != 0))),
 		  bulk_mean: (if $bulks > 0 then ($taken / $bulks) else null end),
@@ -623,7 +763,8 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		  delivered: ($status == "ok" and $sent > 0 and $sent == $received),
 		  instructions_per_packet:
 		    (if $best_received > 0 then ($elapsed_ns / $best_received) else null end)}'
-	[ "$config" != xdp ] || xdp_attach off
+	[ "$config" != xdp-ft ] || [ "$status" = unavailable ] || xdp_ft_detach
+	case "$config" in xdp | xdp-ft) xdp_attach off ;; esac
 	if [ "$config" = bulk-alt ] && [ "$bulk_ok" = 1 ]; then
 		topo_flowtable_del
 		rmmod "$NFB_MODULE" 2>/dev/null || true
@@ -653,6 +794,7 @@ for link in $links; do
 		# Resolve every neighbour on the path, both ways, before measuring.
 		in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST4" >/dev/null
 		[ "${encap%-direct}" = pppoe ] || in_ns "$NS_SUNSET" ping -q -c 1 -W 5 "$TOPO_DST6" >/dev/null
+		nat_add
 		tap_start
 		# gen-alone first, before the links carry any traffic: it sends
 		# into a dummy device, but its cost (slab slow paths of 32-skb
@@ -680,7 +822,7 @@ for link in $links; do
 								case "$g:$config" in
 								list:gen-alone | list:drop-west | udpfwd:gen-alone | udpfwd:drop-west) continue ;;
 								# XDP forwards before GRO: the stock alternatives' receive modes are not its own.
-								list:xdp | udpfwd:xdp) continue ;;
+								list:xdp* | udpfwd:xdp*) continue ;;
 								esac
 								# The generator alone: one figure per topology (report.py).
 								if [ "$config" = gen-alone ] &&

@@ -65,6 +65,33 @@ flowtable() {
 		net.netfilter.nf_flowtable_tcp_timeout=3600
 }
 
+# xdp_forward ARGS...: xdp-tools' xdp-forward with its flowtable mode (1.5
+# and later): the host's, else that of the unstable chroot tools/newkernel
+# makes (the guests of tools/bench/hosts boot the build host's root, whose
+# bookworm xdp-tools 1.3 has no such mode), run in it with /proc, /sys,
+# the host's bpffs (libxdp attaches the program to its dispatcher by a
+# link pinned there: the pin must outlive the command) and /dev.
+# shellcheck disable=SC2016 # the inner script expands its own arguments
+xdp_forward() {
+	local sid=${NFB_NEWKERNEL_ROOT:-/var/lib/nf-flow-bulk}/sid
+	if xdp-forward load --help 2>&1 | grep -q flowtable; then
+		xdp-forward "$@"
+		return
+	fi
+	[ -x "$sid/usr/sbin/xdp-forward" ] ||
+		die "no xdp-forward with a flowtable mode (xdp-tools 1.5 or later; tools/newkernel peers)"
+	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+	unshare -m --propagation private -- bash -c '
+		set -eu
+		r=$1
+		shift
+		mount --rbind /proc "$r/proc"
+		mount --rbind /sys "$r/sys"
+		mount --rbind /dev "$r/dev"
+		exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"
+	' xdp_forward "$sid" xdp-forward "$@"
+}
+
 load_module() {
 	[ -d "/sys/module/$module" ] && return 0
 	modprobe nf_flow_table
@@ -146,6 +173,14 @@ mode)
 		# a device with an XDP program of its own.
 		ip link set dev "$rx" xdpdrv obj "$here/xdp_fwd.o" sec xdp
 		ip link set dev "$tx" xdpdrv obj "$here/xdp_fwd.o" sec xdp
+		;;
+	xdp-ft)
+		# The stock flowtable offloads a flow; xdp-forward's flowtable
+		# mode then forwards its packets from XDP, on both devices.
+		flowtable ingress "$rx" "$tx"
+		grep -qw bpf_xdp_flow_lookup /proc/kallsyms ||
+			die "xdp-ft: no bpf_xdp_flow_lookup() kfunc in $(uname -r) (Linux 6.10 and later)"
+		xdp_forward load -f flowtable "$rx" "$tx" >/dev/null
 		;;
 	*) die "unknown mode $mode" ;;
 	esac

@@ -69,6 +69,10 @@ import sys
 from collections import defaultdict
 
 FORWARDING = ["plain", "stock", "bulk", "xdp"]
+# XDP forwarders: their hops are not the stack's. xdp-ft (xdp-forward in
+# flowtable mode, guest.sh) is summarised in results.json's points, not in
+# the tables.
+XDP = ("xdp", "xdp-ft")
 # A group is (link, gro, qdisc, flows, family, encap, train); a key adds
 # the config.
 ENCAP = 5
@@ -258,7 +262,7 @@ def build_table(runs):
     for g in groups:
         encap = g[ENCAP]
         s = {c: summarise(runs[g + (c,)]) for c in
-             ["drop-west"] + FORWARDING if g + (c,) in runs}
+             ["drop-west"] + FORWARDING + ["xdp-ft"] if g + (c,) in runs}
         off = (g[0], "off") + g[2:]
         if g[1] in MERGING and off + ("drop-west",) in runs:
             s = {"drop-west": summarise(runs[off + ("drop-west",)]), **s}
@@ -267,13 +271,13 @@ def build_table(runs):
         base = s.get("gen-alone", {}).get("median")
         drop = s.get("drop-west", {}).get("median")
         for c, v in s.items():
-            if c in FORWARDING and base and "median" in v:
+            if (c in FORWARDING or c in XDP) and base and "median" in v:
                 # XDP's hops are not the stack's: its per-router figure
                 # keeps them (path_cost), and so does the module's
                 # beside it.
-                if c in ("bulk", "xdp"):
+                if c in ("bulk",) + XDP:
                     v["path_per_router"] = path_cost(v["median"], base)
-                if c != "xdp" and drop:
+                if c not in XDP and drop:
                     v["router_cpu"] = router_cpu(v["median"], drop)
                     v["router"] = router_cost(v["median"], drop, base)
             where = dict(link=g[0], gro=g[1], qdisc=g[2], flows=g[3], family=g[4],
