@@ -36,7 +36,9 @@
 # (configuration - direct) / 2, both routers doing the same work.
 # Each run records what the module took (bulk) and what the routers' IP
 # stacks forwarded (plain: everything; stock and bulk: the connections'
-# first packets and FINs only).
+# first packets and FINs only), the retransmissions of both ends and the
+# data phase's length by iperf3's clock (data_ns): a run that idled far
+# longer than that waited for a timer outside the data phase.
 # --wall SECONDS: no icount figures; iperf3 -t SECONDS goodput instead,
 # stock and bulk alternating --reps times, as tools/bench/wall.sh measures
 # it (in a boot without -icount).
@@ -187,7 +189,7 @@ module_reasons() {
 
 # run CONFIG BYTES: one transfer, its JSON line on stdout and in $runs.
 run() {
-	local config=$1 n=$2 dst=$TOPO_DST4 a b out t0 i0 is0 iu0 recv line
+	local config=$1 n=$2 dst=$TOPO_DST4 a b out t0 i0 is0 iu0 recv secs line
 	[ "$config" != direct ] || dst=10.0.1.2
 	read -r -a a <<<"$(counters)"
 	clock
@@ -196,26 +198,29 @@ run() {
 	clock
 	read -r -a b <<<"$(counters)"
 	recv=$(jq '.end.sum_received.bytes' <<<"$out")
+	# The data phase alone, in guest ns (iperf3's clock): a run whose
+	# elapsed time is far above it waited in the set-up or the end.
+	secs=$(jq '.end.sum_received.seconds * 1e9 | floor' <<<"$out")
 	line=$(jq -cnM --arg kernel "$kver" --arg config "$config" --arg features "$features" \
-		--argjson bytes "$n" --argjson received "$recv" \
+		--argjson bytes "$n" --argjson received "$recv" --argjson data_ns "$secs" \
 		--argjson elapsed "$((clk_now - t0))" --argjson idle "$((clk_idle - i0))" \
 		--argjson idle_stat "$((clk_idle_stat - is0))" \
 		--argjson idle_uptime "$((clk_idle_uptime - iu0))" \
 		--argjson w0_skbs "$((b[0] - a[0]))" --argjson w0_bytes "$((b[1] - a[1]))" \
 		--argjson e0_skbs "$((b[2] - a[2]))" --argjson w1_skbs "$((b[3] - a[3]))" \
 		--argjson e1_skbs "$((b[4] - a[4]))" --argjson segs_out "$((b[5] - a[5]))" \
-		--argjson retrans "$((b[6] - a[6]))" \
+		--argjson retrans "$((b[6] - a[6]))" --argjson retrans_back "$((b[8] - a[8]))" \
 		--argjson acks_out "$((b[7] + b[9] - a[7] - a[9]))" \
 		--argjson stack_forwarded "$((b[11] - a[11]))" --argjson dev_drops "$((b[12] - a[12]))" \
 		--argjson taken "$((b[13] - a[13]))" --argjson declined "$((b[14] - a[14]))" \
 		--argjson fallback "$((b[15] - a[15]))" --argjson dropped "$((b[16] - a[16]))" \
 		'{kind: "tcp", kernel: $kernel, link: "veth", features: $features,
 		  config: $config, bytes: $bytes, received: $received,
-		  elapsed_ns: $elapsed, idle_ns: $idle, idle_stat_ns: $idle_stat,
+		  elapsed_ns: $elapsed, data_ns: $data_ns, idle_ns: $idle, idle_stat_ns: $idle_stat,
 		  idle_uptime_ns: $idle_uptime, busy: ($elapsed - $idle),
 		  w0_skbs: $w0_skbs, w0_bytes: $w0_bytes, e0_skbs: $e0_skbs,
 		  w1_skbs: $w1_skbs, e1_skbs: $e1_skbs, segs_out: $segs_out,
-		  retrans: $retrans, acks_out: $acks_out,
+		  retrans: $retrans, retrans_back: $retrans_back, acks_out: $acks_out,
 		  stack_forwarded: $stack_forwarded, dev_drops: $dev_drops,
 		  taken: $taken, declined: $declined, fallback: $fallback,
 		  dropped: $dropped}')
@@ -273,7 +278,7 @@ jq -cMs --argjson mb "$(((bytes - small) >> 20))" '
 		   segments_per_router_skb: ($d | map(.segs / .skbs) | stat),
 		   taken: ($b | map(.taken) | add), declined: ($b | map(.declined) | add),
 		   fallback: ($b | map(.fallback) | add), dropped: ($b | map(.dropped) | add),
-		   retrans: ($b | map(.retrans) | add), dev_drops: ($b | map(.dev_drops) | add),
+		   retrans: ($b | map(.retrans + .retrans_back) | add), dev_drops: ($b | map(.dev_drops) | add),
 		   idle_ns: ($b | map(.idle_ns) | med),
 		   stack_forwarded: ($b | map(.stack_forwarded) | add),
 		   router_skbs: ($b | map(.w0_skbs + .e0_skbs + .w1_skbs + .e1_skbs) | add)})
