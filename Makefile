@@ -21,6 +21,8 @@
 #   make bench-module    the benchmark's generator and sink (nfb_bench.ko)
 #   make bench-setup     flow set-up: 5,000 new flows per second, stock and
 #                        the module (tools/bench/setup.sh)
+#   make bench-tcp       iperf3 TCP through both routers under icount: direct,
+#                        plain, stock and the module (tools/bench/tcp.sh)
 #   make bench-hosts     sunset - west - east - sunrise on four guests, or on
 #                        the real hosts of INVENTORY=file (tools/bench/hosts)
 #   make bench-rtnl      RTNL held by the module's rescans while 100 namespaces
@@ -75,7 +77,7 @@ EXAMPLES := packaging/modprobe.d/nf_flow_bulk.conf \
 	packaging/sysctl.d/90-nf_flow_bulk.conf \
 	packaging/modules-load.d/nf_flow_bulk.conf
 
-.PHONY: figures all module bench-module bench-xdp bench-setup bench-hosts bench-rtnl modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
+.PHONY: figures all module bench-module bench-xdp bench-setup bench-tcp bench-hosts bench-rtnl modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
 .PHONY: install uninstall install-module uninstall-module install-userspace uninstall-userspace
 .PHONY: install-service uninstall-service
 .PHONY: dkms dkms-source dkms-uninstall deb check-deb
@@ -275,6 +277,11 @@ figures:
 
 bench-setup:
 	tools/bench/run --setup
+
+# TCP under icount (tools/bench/tcp.sh), one boot; TCP_OPTS: its options.
+TCP_OPTS ?=
+bench-tcp: all
+	tools/vm/run --kernel $(KVER) --icount --timeout 2400 -- tools/bench/tcp.sh $(TCP_OPTS)
 
 # The four-host benchmark (tools/bench/hosts): four guests by default, or
 # the real hosts of INVENTORY=file over ssh. HOSTS_OPTS: more options
