@@ -264,8 +264,8 @@ done
 jq -cMs --argjson mb "$(((bytes - small) >> 20))" '
 	def med: sort | .[length / 2 | floor];
 	def stat: {median: (med | floor), spread: (((max - min) / med * 1000 | round) / 1000)};
-	group_by(.config) | map(
-		. as $runs | ($runs | map(select(.bytes == ($runs | map(.bytes) | min)))) as $s
+	group_by(.config) | map(. as $runs
+		| ($runs | map(select(.bytes == ($runs | map(.bytes) | min)))) as $s
 		| ($runs | map(select(.bytes == ($runs | map(.bytes) | max)))) as $b
 		| [range(0; $b | length) as $i | {
 			busy: ($b[$i].busy - $s[$i].busy),
