@@ -405,39 +405,16 @@ xdp_attach() {
 }
 
 # xdp-ft: xdp-forward of the unstable chroot (tools/newkernel peers).
-sid=${NFB_NEWKERNEL_ROOT:-/var/lib/nf-flow-bulk}/sid
-
-# in_sid NS COMMAND...: COMMAND of the chroot, in router NS. The guest's
-# root is bookworm's: the chroot's programs need its own libraries
-# (libxdp, libbpf), with NS's sysfs, the guest's /proc and /dev, and the
-# guest's bpffs: libxdp attaches a dispatcher and the program to it by a
-# link pinned there, which lasts only as long as the pin, so the bpffs
-# must outlive the command (one of its own would go with its mount
-# namespace, and the dispatcher would pass every packet).
-# shellcheck disable=SC2016 # the inner script expands its own arguments
-in_sid() {
-	local ns=$1
-	shift
-	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
-	nsenter --net="/run/netns/$ns" unshare -m --propagation private -- bash -c '
-		set -eu
-		r=$1
-		shift
-		mount --rbind /proc "$r/proc"
-		mount -t sysfs sysfs "$r/sys"
-		mount --bind /sys/fs/bpf "$r/sys/fs/bpf"
-		mount --rbind /dev "$r/dev"
-		exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"
-	' in_sid "$sid" "$@"
-}
+# shellcheck source=tools/testing/lib/sid.sh
+source tools/testing/lib/sid.sh
 
 # xdp_ft_why: why xdp-ft cannot run here (empty when it can). The kfunc
 # is nf_flow_table's, listed once the module is in (topo_flowtable_add).
 xdp_ft_why() {
 	if ! grep -qw bpf_xdp_flow_lookup /proc/kallsyms; then
 		echo "no bpf_xdp_flow_lookup() kfunc in $kver (Linux 6.10 and later)"
-	elif [ ! -x "$sid/usr/sbin/xdp-forward" ]; then
-		echo "no xdp-forward in $sid (tools/newkernel peers installs it)"
+	elif [ ! -x "$sid_root/usr/sbin/xdp-forward" ]; then
+		echo "no xdp-forward in $sid_root (tools/newkernel peers installs it)"
 	fi
 }
 
@@ -445,8 +422,8 @@ xdp_ft_why() {
 # device it redirects to must be in its set: the transmit devices too),
 # XDP_PASS on the sink's, as xdp_attach does.
 xdp_ft_attach() {
-	in_sid "$NS_WEST" xdp-forward load -f flowtable w0 w1 &&
-		in_sid "$NS_EAST" xdp-forward load -f flowtable e0 e1 &&
+	sid_exec "$NS_WEST" xdp-forward load -f flowtable w0 w1 &&
+		sid_exec "$NS_EAST" xdp-forward load -f flowtable e0 e1 &&
 		ip -n "$NS_SUNRISE" link set dev r0 xdpdrv obj "$repo/build/xdp/xdp_pass.o" sec xdp
 }
 
@@ -464,8 +441,8 @@ xdp_redirected() {
 
 # xdp_ft_detach: xdp-forward's own unload, which removes its pins too.
 xdp_ft_detach() {
-	in_sid "$NS_WEST" xdp-forward unload w0 w1 >/dev/null 2>&1 || true
-	in_sid "$NS_EAST" xdp-forward unload e0 e1 >/dev/null 2>&1 || true
+	sid_exec "$NS_WEST" xdp-forward unload w0 w1 >/dev/null 2>&1 || true
+	sid_exec "$NS_EAST" xdp-forward unload e0 e1 >/dev/null 2>&1 || true
 }
 
 # nat_add: --nat snat on west (see the usage); kept for the whole topology.

@@ -26,6 +26,10 @@ proc_lib=$here/proc.sh
 [ -f "$proc_lib" ] || proc_lib=$here/../testing/lib/proc.sh
 # shellcheck source=tools/testing/lib/proc.sh
 source "$proc_lib"
+sid_lib=$here/sid.sh
+[ -f "$sid_lib" ] || sid_lib=$here/../testing/lib/sid.sh
+# shellcheck source=tools/testing/lib/sid.sh
+source "$sid_lib"
 module=nf_flow_bulk
 table=nfb_bench
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -68,28 +72,15 @@ flowtable() {
 # xdp_forward ARGS...: xdp-tools' xdp-forward with its flowtable mode (1.5
 # and later): the host's, else that of the unstable chroot tools/newkernel
 # makes (the guests of tools/bench/hosts boot the build host's root, whose
-# bookworm xdp-tools 1.3 has no such mode), run in it with /proc, /sys,
-# the host's bpffs (libxdp attaches the program to its dispatcher by a
-# link pinned there: the pin must outlive the command) and /dev.
-# shellcheck disable=SC2016 # the inner script expands its own arguments
+# bookworm xdp-tools 1.3 has no such mode).
 xdp_forward() {
-	local sid=${NFB_NEWKERNEL_ROOT:-/var/lib/nf-flow-bulk}/sid
 	if xdp-forward load --help 2>&1 | grep -q flowtable; then
 		xdp-forward "$@"
 		return
 	fi
-	[ -x "$sid/usr/sbin/xdp-forward" ] ||
+	[ -x "$sid_root/usr/sbin/xdp-forward" ] ||
 		die "no xdp-forward with a flowtable mode (xdp-tools 1.5 or later; tools/newkernel peers)"
-	mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
-	unshare -m --propagation private -- bash -c '
-		set -eu
-		r=$1
-		shift
-		mount --rbind /proc "$r/proc"
-		mount --rbind /sys "$r/sys"
-		mount --rbind /dev "$r/dev"
-		exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"
-	' xdp_forward "$sid" xdp-forward "$@"
+	sid_exec - xdp-forward "$@"
 }
 
 load_module() {
