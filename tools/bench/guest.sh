@@ -267,16 +267,21 @@ nexthops_add() {
 	EOF
 }
 
-# kicks: virtio TX kicks so far on the routers' egress devices.
-kicks() {
+# ethtool_sum STAT WEST_DEV EAST_DEV: the device statistics whose name
+# (ethtool -S) matches STAT, an extended regular expression (one per
+# queue), so far, summed over the two routers' devices.
+ethtool_sum() {
 	local n=0 k nd
-	for nd in "$NS_WEST:w1" "$NS_EAST:e1"; do
+	for nd in "$NS_WEST:$2" "$NS_EAST:$3"; do
 		k=$(in_ns "${nd%%:*}" ethtool -S "${nd#*:}" 2>/dev/null |
-			awk '/tx_queue_[0-9]+_kicks:/ {s += $2} END {print s + 0}')
+			awk -v stat="^$1:\$" '$1 ~ stat {s += $2} END {print s + 0}')
 		n=$((n + k))
 	done
 	echo "$n"
 }
+
+# kicks: virtio TX kicks so far on the routers' egress devices.
+kicks() { ethtool_sum 'tx_queue_[0-9]+_kicks' w1 e1; }
 
 # nfb_stats: the packets and bulks columns of /proc/net/stat/nf_flow_bulk
 # (hex, one row per CPU), each summed over CPUs and over both routers:
@@ -429,15 +434,7 @@ xdp_ft_attach() {
 
 # xdp_redirected: frames the routers' receive devices redirected from XDP
 # so far (veth's rx_queue_N_xdp_redirect), both routers summed.
-xdp_redirected() {
-	local n=0 k nd
-	for nd in "$NS_WEST:w0" "$NS_EAST:e0"; do
-		k=$(in_ns "${nd%%:*}" ethtool -S "${nd#*:}" 2>/dev/null |
-			awk '/rx_queue_[0-9]+_xdp_redirect:/ {s += $2} END {print s + 0}')
-		n=$((n + k))
-	done
-	echo "$n"
-}
+xdp_redirected() { ethtool_sum 'rx_queue_[0-9]+_xdp_redirect' w0 e0; }
 
 # xdp_ft_detach: xdp-forward's own unload, which removes its pins too.
 xdp_ft_detach() {
