@@ -5,6 +5,8 @@
 #   make userspace       the flowbulk tool alone (build/userspace)
 #   make modules-all     module for every installed kernel (tools/kernels)
 #   make check           set-up, build, every test; ends with "N passed, N failed"
+#   make lint            the lint phase of check alone: shellcheck, checkpatch,
+#                        docs and figures, layering, clang-format (tools/lint)
 #   make check-install   the DKMS install test in a VM (long: not in check)
 #   make check-debug     every selftest on the debug kernel (KASAN, lockdep, kmemleak)
 #   make check-newest    the Debian 7.x kernels alone: every selftest on
@@ -77,7 +79,7 @@ EXAMPLES := packaging/modprobe.d/nf_flow_bulk.conf \
 	packaging/sysctl.d/90-nf_flow_bulk.conf \
 	packaging/modules-load.d/nf_flow_bulk.conf
 
-.PHONY: figures all module bench-module bench-xdp bench-setup bench-tcp bench-hosts bench-rtnl modules-all userspace check check-install check-debug check-series demo bench bench-peers setup clean help
+.PHONY: figures all module bench-module bench-xdp bench-setup bench-tcp bench-hosts bench-rtnl modules-all userspace check lint check-install check-debug check-series demo bench bench-peers setup clean help
 .PHONY: install uninstall install-module uninstall-module install-userspace uninstall-userspace
 .PHONY: install-service uninstall-service
 .PHONY: dkms dkms-source dkms-uninstall deb check-deb
@@ -233,6 +235,9 @@ deb:
 
 check:
 	tools/check
+
+lint:
+	tools/lint
 
 # Not part of check: the DKMS install test compiles the module inside a TCG
 # guest (20-40 minutes), more than every other selftest together.
