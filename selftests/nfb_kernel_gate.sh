@@ -4,7 +4,7 @@
 # The module loads only on kernels it is proven on (module/compat.h,
 # NFB_KERNEL_PROVEN; the list is module/conftest.sh's KERNEL_PROVEN): those
 # on which the whole selftest suite passes, the kernel's own
-# nft_flowtable.sh alike with and without the module among it. On 7.3 files
+# nft_flowtable.sh with the module among it. On 7.3 files
 # sent through the module once arrived corrupted (issue 26); that run now
 # passes (nfb_kernel_flowtable.sh, run next in the same guest), but other
 # selftests still differ there (issue 25). On any other kernel a plain

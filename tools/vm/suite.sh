@@ -14,7 +14,7 @@ else
 fi
 # The core set, on every kernel: the gate (a proven kernel loads the
 # module plainly, any other refuses it), the kernel's own flowtable
-# selftest alike with the stock flowtable and with the module, the
+# selftest with the module attached, the
 # differential oracle (the same packets out with and without the module).
 core_selftests=(nfb_kernel_gate.sh nfb_kernel_flowtable.sh nfb_oracle.sh)
 # probe_answers K: the probes module/conftest.sh answered yes to for kernel
