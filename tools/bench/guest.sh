@@ -286,7 +286,7 @@ kicks() { ethtool_sum 'tx_queue_[0-9]+_kicks' w1 e1; }
 # nfb_stats: the packets and bulks columns of /proc/net/stat/nf_flow_bulk
 # (hex, one row per CPU), each summed over CPUs and over both routers:
 # "PACKETS BULKS". One process per router: it runs between the warm-up and
-# the runs (see point()).
+# the runs (see point_counters_before).
 nfb_stats() {
 	local ns p=0 b=0 pb
 	for ns in "$NS_WEST" "$NS_EAST"; do
@@ -574,16 +574,14 @@ measure_rep() {
 	fi
 }
 
-point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
-	local link=$1 encap=$2 g=$3 q=$4 config=$5 flows=$6 dev=s0 sink_ns=$NS_SUNRISE sink_dev=r0
-	sent=0 recv=0 reord=0 elapsed=0 wait_ns=0 best=0 best_recv=0 per_rep=()
-	misforwarded='' ttl=62 events_json=null
-	local dmac status=ok west_off=0 east_off=0 alt_opts
-	local kicks0=0 kicks1=0 taken0=0 taken1=0 bulks0=0 bulks1=0 mod0='{}' mod1='{}'
-	local fwd0=0 fwd1=0 why verify='' redir0=0 redir1=0
-	topo_flowtable_del
-	xdp_attach off
-	window=$link_window
+# The helpers of point() below work on its locals (bash's dynamic scope):
+# each sets the ones its comment names.
+
+# point_attach: CONFIG's forwarder on both routers (a flowtable, the
+# module, an XDP program) and where the point's packets go; sets dev,
+# sink_ns, sink_dev, ttl, window, and status when the forwarder is not
+# there.
+point_attach() {
 	case "$config" in
 	gen-alone) dev=d0 sink_ns='' window=0 ;;
 	drop-west) sink_ns=$NS_WEST sink_dev=w0 ttl=64 ;;
@@ -633,72 +631,82 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		fi
 		;;
 	esac
-	dmac=$(mac_of "$NS_WEST" w0)
-	echo "sink off" | in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
-	[ "$nat" = none ] || verify=" verify=1"
-	if [ -n "$sink_ns" ]; then
-		echo "sink dev=$sink_dev$verify" | in_ns "$sink_ns" tee "$ctl" >/dev/null
+}
+
+# point_warm_up: the generator's runs before the measured ones; sets mod0.
+point_warm_up() {
+	# Warm-up. With a flowtable it puts every flow in it: a UDP flow
+	# is offloaded by a packet that finds its conntrack entry
+	# confirmed, and packets of one NAPI batch go through prerouting
+	# together, before the first is confirmed, so that takes three
+	# separate runs. Otherwise one run warms the caches.
+	local round rounds=1
+	case "$config" in stock | bulk* | xdp-ft) rounds=3 ;; esac
+	# Before the warm-up: flowbulk is a process to load, and the
+	# guest's clock runs ahead while it is read in (icount,
+	# sleep=off); between the warm-up and the runs that could
+	# outlast a flow's time in the flowtable (an hour here,
+	# topo_flowtable_add; 30 s by default).
+	[ "${config%-alt}" != bulk ] || mod0=$(module_counters)
+	# A packet per flow (trains of 1), whatever the shape measured.
+	for ((round = 0; round < rounds; round++)); do
+		gen "$dev" "$dmac" "$flows" "$flows" 1 || true
+	done
+}
+
+# point_counters_before / point_counters_after: the counters read around
+# the measured runs (kicks, the module's, the stacks' forwarded, XDP's
+# redirected); the after reads also set west_off and east_off.
+point_counters_before() {
+	# As few processes as possible between the warm-up and the
+	# runs: each lets the clock run ahead while it is loaded, and
+	# an idle flow leaves the flowtable once its timeout passes.
+	[ "$link" = veth ] || kicks0=$(kicks)
+	if [ "${config%-alt}" = bulk ]; then
+		read -r taken0 bulks0 < <(nfb_stats)
 	fi
-	if [ "$status" = ok ]; then
-		# Warm-up. With a flowtable it puts every flow in it: a UDP flow
-		# is offloaded by a packet that finds its conntrack entry
-		# confirmed, and packets of one NAPI batch go through prerouting
-		# together, before the first is confirmed, so that takes three
-		# separate runs. Otherwise one run warms the caches.
-		local round rounds=1
-		case "$config" in stock | bulk* | xdp-ft) rounds=3 ;; esac
-		# Before the warm-up: flowbulk is a process to load, and the
-		# guest's clock runs ahead while it is read in (icount,
-		# sleep=off); between the warm-up and the runs that could
-		# outlast a flow's time in the flowtable (an hour here,
-		# topo_flowtable_add; 30 s by default).
-		[ "${config%-alt}" != bulk ] || mod0=$(module_counters)
-		# A packet per flow (trains of 1), whatever the shape measured.
-		for ((round = 0; round < rounds; round++)); do
-			gen "$dev" "$dmac" "$flows" "$flows" 1 || true
-		done
-		# As few processes as possible between the warm-up and the
-		# runs: each lets the clock run ahead while it is loaded, and
-		# an idle flow leaves the flowtable once its timeout passes.
-		[ "$link" = veth ] || kicks0=$(kicks)
-		if [ "${config%-alt}" = bulk ]; then
-			read -r taken0 bulks0 < <(nfb_stats)
-		fi
-		[ -z "$sink_ns" ] || [ "$config" = drop-west ] || fwd0=$(topo_stack_forwarded "$family")
-		[ "$link" != veth ] || [ "${config#xdp}" = "$config" ] || redir0=$(xdp_redirected)
-		# $reps runs; tools/bench/report.py takes the median of every
-		# run of every boot (virtio-net batching moves both ways).
-		local rep
-		for ((rep = 0; rep < reps; rep++)); do
-			echo reset >"$ctl"
-			gen "$dev" "$dmac" "$count" "$flows" || status=generator-failed
-			measure_rep "$sink_ns" "$ttl"
-		done
-		# The flows in the flowtables, right after the runs refreshed
-		# them (read after the warm-up, they could have left already).
-		if [ "$config" = stock ] || [ "$config" = xdp-ft ] || [ "${config%-alt}" = bulk ]; then
-			west_off=$(topo_offloaded "$NS_WEST" "$family")
-			east_off=$(topo_offloaded "$NS_EAST" "$family")
-		fi
-		[ "$link" = veth ] || kicks1=$(kicks)
-		if [ "${config%-alt}" = bulk ]; then
-			read -r taken1 bulks1 < <(nfb_stats)
-			mod1=$(module_counters)
-		fi
-		[ -z "$sink_ns" ] || [ "$config" = drop-west ] || fwd1=$(topo_stack_forwarded "$family")
-		[ "$link" != veth ] || [ "${config#xdp}" = "$config" ] || redir1=$(xdp_redirected)
-		# XDP's point only if XDP forwarded it: an xdp-ft whose
-		# program passed packets on went through the stock flowtable,
-		# which no stack counter shows.
-		if [ "$link" = veth ] && [ "${config#xdp}" != "$config" ] &&
-			[ $(((redir1 - redir0) * 100)) -lt $((2 * recv * 99)) ]; then
-			echo "guest.sh: $config: XDP redirected $((redir1 - redir0)) of 2 x $recv packets" >&2
-		fi
-		# Last: its probes must not reach the figures above.
-		[ "$events" = 0 ] || [ -z "$sink_ns" ] || events_run "$dev" "$dmac" "$flows"
-	else
+	[ -z "$sink_ns" ] || [ "$config" = drop-west ] || fwd0=$(topo_stack_forwarded "$family")
+	[ "$link" != veth ] || [ "${config#xdp}" = "$config" ] || redir0=$(xdp_redirected)
+}
+
+point_counters_after() {
+	# The flows in the flowtables, right after the runs refreshed
+	# them (read after the warm-up, they could have left already).
+	if [ "$config" = stock ] || [ "$config" = xdp-ft ] || [ "${config%-alt}" = bulk ]; then
+		west_off=$(topo_offloaded "$NS_WEST" "$family")
+		east_off=$(topo_offloaded "$NS_EAST" "$family")
+	fi
+	[ "$link" = veth ] || kicks1=$(kicks)
+	if [ "${config%-alt}" = bulk ]; then
+		read -r taken1 bulks1 < <(nfb_stats)
+		mod1=$(module_counters)
+	fi
+	[ -z "$sink_ns" ] || [ "$config" = drop-west ] || fwd1=$(topo_stack_forwarded "$family")
+	[ "$link" != veth ] || [ "${config#xdp}" = "$config" ] || redir1=$(xdp_redirected)
+	# XDP's point only if XDP forwarded it: an xdp-ft whose
+	# program passed packets on went through the stock flowtable,
+	# which no stack counter shows.
+	if [ "$link" = veth ] && [ "${config#xdp}" != "$config" ] &&
+		[ $(((redir1 - redir0) * 100)) -lt $((2 * recv * 99)) ]; then
+		echo "guest.sh: $config: XDP redirected $((redir1 - redir0)) of 2 x $recv packets" >&2
+	fi
+}
+
+# point_runs: the measured runs (measure_rep); sets status when the
+# generator fails.
+point_runs() {
+	# $reps runs; tools/bench/report.py takes the median of every
+	# run of every boot (virtio-net batching moves both ways).
+	local rep
+	for ((rep = 0; rep < reps; rep++)); do
+		echo reset >"$ctl"
+		gen "$dev" "$dmac" "$count" "$flows" || status=generator-failed
 		measure_rep "$sink_ns" "$ttl"
-	fi
+	done
+}
+
+# point_json: the point's JSON line on stdout.
+point_json() {
 	jq -cnM --arg kernel "$kver" --arg link "$link" --arg gro "$g" --arg qdisc "$q" \
 		--arg encap "$encap" --arg config "$config" --arg status "$status" \
 		--arg tap "$tap" --argjson nexthops "$nexthops" --arg nat "$nat" \
@@ -737,6 +745,36 @@ point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
 		  delivered: ($status == "ok" and $sent > 0 and $sent == $received),
 		  instructions_per_packet:
 		    (if $best_received > 0 then ($elapsed_ns / $best_received) else null end)}'
+}
+
+point() { # point LINK ENCAP GRO QDISC CONFIG FLOWS
+	local link=$1 encap=$2 g=$3 q=$4 config=$5 flows=$6 dev=s0 sink_ns=$NS_SUNRISE sink_dev=r0
+	sent=0 recv=0 reord=0 elapsed=0 wait_ns=0 best=0 best_recv=0 per_rep=()
+	misforwarded='' ttl=62 events_json=null
+	local dmac status=ok west_off=0 east_off=0 alt_opts
+	local kicks0=0 kicks1=0 taken0=0 taken1=0 bulks0=0 bulks1=0 mod0='{}' mod1='{}'
+	local fwd0=0 fwd1=0 why verify='' redir0=0 redir1=0
+	topo_flowtable_del
+	xdp_attach off
+	window=$link_window
+	point_attach
+	dmac=$(mac_of "$NS_WEST" w0)
+	echo "sink off" | in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
+	[ "$nat" = none ] || verify=" verify=1"
+	if [ -n "$sink_ns" ]; then
+		echo "sink dev=$sink_dev$verify" | in_ns "$sink_ns" tee "$ctl" >/dev/null
+	fi
+	if [ "$status" = ok ]; then
+		point_warm_up
+		point_counters_before
+		point_runs
+		point_counters_after
+		# Last: its probes must not reach the figures above.
+		[ "$events" = 0 ] || [ -z "$sink_ns" ] || events_run "$dev" "$dmac" "$flows"
+	else
+		measure_rep "$sink_ns" "$ttl"
+	fi
+	point_json
 	[ "$config" != xdp-ft ] || [ "$status" = unavailable ] || xdp_ft_detach
 	case "$config" in xdp | xdp-ft) xdp_attach off ;; esac
 	if [ "$config" = bulk-alt ] && [ "$bulk_ok" = 1 ]; then

@@ -166,18 +166,19 @@ def from_json(src, out):
     render(res["meta"], res["points"], out, os.path.splitext(os.path.basename(src))[0])
 
 
-def main():
-    if len(sys.argv) == 4 and sys.argv[1] == "--from-json":
-        return from_json(sys.argv[2], sys.argv[3])
-    out = sys.argv[1]
-    smoke = any(a == "--smoke=1" for a in sys.argv[2:])
+def read_raw(out):
+    """raw.jsonl's baselines and points; exits when it has no points."""
     rows = [json.loads(line) for line in open(os.path.join(out, "raw.jsonl")) if line.strip()]
     base = [r for r in rows if r["type"] == "baseline"]
     points = [r for r in rows if r["type"] == "point"]
     if not points:
         sys.exit("hosts-report: no points in raw.jsonl")
-    # Busy ticks per tick of uptime while nothing is forwarded, per router:
-    # the lower of the two quiet intervals (the agent's reads are in both).
+    return base, points
+
+
+def quiet_rates(base):
+    """Busy ticks per tick of uptime while nothing is forwarded, per router:
+    the lower of the two quiet intervals (the agent's reads are in both)."""
     quiet = []
     for i in range(2):
         rates = []
@@ -186,8 +187,13 @@ def main():
             if d["up"] > 0:
                 rates.append(max(0.0, busy_ticks(d) / d["up"]))
         quiet.append(min(rates) if rates else 0.0)
+    return quiet
 
-    unit = "instructions" if points[0].get("icount") else "ns"
+
+def group_points(points, quiet):
+    """The repetitions of each (mode, flows, train): per router its cost per
+    forwarded packet, what the module took and its bulk size, and the
+    share delivered."""
     groups = {}
     for p in points:
         key = (p["mode"], p["flows"], p["train"])
@@ -203,14 +209,20 @@ def main():
             if d["bulks"] > 0:
                 g["bulk"][i].append(d["taken"] / d["bulks"])
         g["delivered"].append(p["delivered"] / p["sent"])
+    return groups
 
-    def summary(vals):
-        vals = [v for v in vals if v is not None]
-        if not vals:
-            return None
-        return {"median": round(statistics.median(vals)), "min": round(min(vals)),
-                "max": round(max(vals)), "runs": [round(v) for v in vals]}
 
+def summary(vals):
+    """Median, extremes and every value of a router's repetitions."""
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return None
+    return {"median": round(statistics.median(vals)), "min": round(min(vals)),
+            "max": round(max(vals)), "runs": [round(v) for v in vals]}
+
+
+def results_of(groups):
+    """results.json's points: one per (mode, flows, train), in MODE_ORDER."""
     results = []
     for (mode, flows, train), g in sorted(groups.items(), key=lambda kv: (
             MODE_ORDER.index(kv[0][0]), kv[0][1], kv[0][2])):
@@ -228,20 +240,15 @@ def main():
             "taken_west": min(g["taken"][0]), "taken_east": min(g["taken"][1]),
             "bulk_size": [round(statistics.median(b), 1) if b else None for b in g["bulk"]],
         })
-    meta = {"kernel": points[0]["kernel"], "cpus": points[0]["cpus"],
-            "guests": points[0].get("guests"), "unit": unit, "len": points[0]["len"],
-            "quiet_busy_share": [round(q, 4) for q in quiet],
-            "date": time.strftime("%Y-%m-%d", time.gmtime()),
-            "module_commit": module_commit(REPO)}
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump({"meta": meta, "points": results}, f, indent=1)
+    return results
 
-    md = render(meta, results, out, "results")
-    print(md)
+
+def write_chart(meta, results, out, unit):
+    """OUT/plot.dat and OUT/results.png: the mean of the two routers against
+    flows, a line a mode."""
     modes = [m for m in MODE_ORDER if any(r["mode"] == m for r in results)]
     keys = sorted({(r["flows"], r["train"]) for r in results})
     by = {(r["mode"], r["flows"], r["train"]): r for r in results}
-    # The chart: the mean of the two routers against flows, a line a mode.
     dat = os.path.join(out, "plot.dat")
     with open(dat, "w") as f:
         f.write("# x flows " + " ".join(modes) + "\n")
@@ -266,28 +273,55 @@ def main():
     except (OSError, subprocess.CalledProcessError) as e:
         print(f"hosts-report: no chart: {e}", file=sys.stderr)
 
+
+def smoke_checks(results):
+    """--smoke=1: exits 1 unless every point was delivered and nf_flow_bulk
+    took the traffic where it ran and nowhere else."""
+    failed = []
+    for r in results:
+        name = f"{r['mode']} flows={r['flows']} train={r['train']}"
+        # XDP_REDIRECT drops what a full transmit ring cannot take (no
+        # qdisc to wait in): 99.7 % at 4 flows in one smoke run.
+        if r["delivered_min"] < (0.95 if r["mode"] in ("xdp", "xdp-ft") else 0.99):
+            failed.append(f"{name}: delivered {r['delivered_min']:.1%}")
+        want_w = r["mode"] in ("bulk", "bulk-west")
+        want_e = r["mode"] in ("bulk", "bulk-east")
+        for side, want, took in (("west", want_w, r["taken_west"]), ("east", want_e, r["taken_east"])):
+            if want and took < 0.9:
+                failed.append(f"{name}: nf_flow_bulk on {side} took {took:.1%}")
+            if not want and took > 0:
+                failed.append(f"{name}: nf_flow_bulk took {took:.1%} on {side}, where it is not attached")
+        if not r["west"] or not r["east"]:
+            failed.append(f"{name}: no cost measured")
+    for f_ in failed:
+        print(f"hosts-report: FAIL: {f_}", file=sys.stderr)
+    if failed:
+        sys.exit(1)
+    print(f"hosts-report: smoke checks passed ({len(results)} points)")
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--from-json":
+        return from_json(sys.argv[2], sys.argv[3])
+    out = sys.argv[1]
+    smoke = any(a == "--smoke=1" for a in sys.argv[2:])
+    base, points = read_raw(out)
+    quiet = quiet_rates(base)
+    unit = "instructions" if points[0].get("icount") else "ns"
+    results = results_of(group_points(points, quiet))
+    meta = {"kernel": points[0]["kernel"], "cpus": points[0]["cpus"],
+            "guests": points[0].get("guests"), "unit": unit, "len": points[0]["len"],
+            "quiet_busy_share": [round(q, 4) for q in quiet],
+            "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "module_commit": module_commit(REPO)}
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"meta": meta, "points": results}, f, indent=1)
+
+    md = render(meta, results, out, "results")
+    print(md)
+    write_chart(meta, results, out, unit)
     if smoke:
-        failed = []
-        for r in results:
-            name = f"{r['mode']} flows={r['flows']} train={r['train']}"
-            # XDP_REDIRECT drops what a full transmit ring cannot take (no
-            # qdisc to wait in): 99.7 % at 4 flows in one smoke run.
-            if r["delivered_min"] < (0.95 if r["mode"] in ("xdp", "xdp-ft") else 0.99):
-                failed.append(f"{name}: delivered {r['delivered_min']:.1%}")
-            want_w = r["mode"] in ("bulk", "bulk-west")
-            want_e = r["mode"] in ("bulk", "bulk-east")
-            for side, want, took in (("west", want_w, r["taken_west"]), ("east", want_e, r["taken_east"])):
-                if want and took < 0.9:
-                    failed.append(f"{name}: nf_flow_bulk on {side} took {took:.1%}")
-                if not want and took > 0:
-                    failed.append(f"{name}: nf_flow_bulk took {took:.1%} on {side}, where it is not attached")
-            if not r["west"] or not r["east"]:
-                failed.append(f"{name}: no cost measured")
-        for f_ in failed:
-            print(f"hosts-report: FAIL: {f_}", file=sys.stderr)
-        if failed:
-            sys.exit(1)
-        print(f"hosts-report: smoke checks passed ({len(results)} points)")
+        smoke_checks(results)
 
 
 if __name__ == "__main__":

@@ -355,221 +355,302 @@ def provenance(meta):
     return ", ".join(parts)
 
 
-def render_all(table, points, meta, wall_js):
-    """The markdown and rst texts of a run, its ratios and its peer rows."""
-    nboots = meta.get("boots", 1)
-    ratios = []
+def table_head(encap):
+    """The columns of a run's table; ENCAP: the encapsulation table's (an
+    encap column after IP, the module's share before bulk size)."""
+    head = ["link", "GRO", "egress qdisc", "flows", "train", "IP"]
+    head += ["encap"] if encap else []
+    head += ["gen alone", "drop at west", "plain", "stock", "bulk", "xdp",
+             "router CPU: plain", "router CPU: stock", "router CPU: bulk",
+             "router CPU: stock / bulk", "whole path: stock / bulk",
+             "path per router: bulk", "path per router: xdp", "saved per router",
+             "forwarding only: stock", "forwarding only: bulk",
+             "forwarding only: stock / bulk",
+             "kicks/pkt stock", "kicks/pkt bulk"]
+    head += ["taken by module"] if encap else []
+    head += ["bulk size", "spread max"]
+    return head
 
-    def render(rows, encap):
-        """The markdown lines of a table of ROWS; ENCAP: the encapsulation
-        table (an encap column after IP, the module's share before bulk
-        size)."""
-        head = ["link", "GRO", "egress qdisc", "flows", "train", "IP"]
-        head += ["encap"] if encap else []
-        head += ["gen alone", "drop at west", "plain", "stock", "bulk", "xdp",
-                 "router CPU: plain", "router CPU: stock", "router CPU: bulk",
-                 "router CPU: stock / bulk", "whole path: stock / bulk",
-                 "path per router: bulk", "path per router: xdp", "saved per router",
-                 "forwarding only: stock", "forwarding only: bulk",
-                 "forwarding only: stock / bulk",
-                 "kicks/pkt stock", "kicks/pkt bulk"]
-        head += ["taken by module"] if encap else []
-        head += ["bulk size", "spread max"]
-        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        out += [render_row(r, encap) for r in rows]
-        return out
 
-    def render_row(r, encap):
-        s = r["s"]
-        cells = [r["link"], r["gro"], r["qdisc"], str(r["flows"]), str(r["train"]),
-                 f"v{r['family']}"]
+def render_table(rows, encap, ratios):
+    """The markdown lines of a table of ROWS (table_head); each row's
+    stock / bulk ratios are appended to RATIOS."""
+    head = table_head(encap)
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += [render_row(r, encap, ratios) for r in rows]
+    return out
+
+
+def render_row(r, encap, ratios):
+    """The markdown line of one row of render_table."""
+    s = r["s"]
+    cells = [r["link"], r["gro"], r["qdisc"], str(r["flows"]), str(r["train"]),
+             f"v{r['family']}"]
+    if encap:
+        cells.append(r["encap"])
+    for c in ["gen-alone", "drop-west"] + FORWARDING:
+        cells.append(fmt(s.get(c), "median"))
+    for c in ("plain", "stock", "bulk"):
+        cells.append(fmt(s.get(c), "router_cpu"))
+    st, bk = s.get("stock", {}), s.get("bulk", {})
+    text, cpu = ratio_cell(st, bk, "router_cpu")
+    cells.append(text)
+    cells.append(ratio_cell(st, bk, "median")[0])
+    for c in ("bulk", "xdp"):
+        cells.append(fmt(s.get(c), "path_per_router"))
+    if "median" in st and "median" in bk:
+        cells.append(f"{(st['median'] - bk['median']) / 2:.0f}")
+    else:
+        cells.append("—")
+    for c in ("stock", "bulk"):
+        cells.append(fmt(s.get(c), "router"))
+    text, fwd = ratio_cell(st, bk, "router")
+    cells.append(text)
+    if cpu is not None:
+        where = dict(link=r["link"], gro=r["gro"], qdisc=r["qdisc"],
+                     flows=r["flows"], family=r["family"], train=r["train"])
         if encap:
-            cells.append(r["encap"])
-        for c in ["gen-alone", "drop-west"] + FORWARDING:
-            cells.append(fmt(s.get(c), "median"))
-        for c in ("plain", "stock", "bulk"):
-            cells.append(fmt(s.get(c), "router_cpu"))
-        st, bk = s.get("stock", {}), s.get("bulk", {})
-        text, cpu = ratio_cell(st, bk, "router_cpu")
-        cells.append(text)
-        cells.append(ratio_cell(st, bk, "median")[0])
-        for c in ("bulk", "xdp"):
-            cells.append(fmt(s.get(c), "path_per_router"))
-        if "median" in st and "median" in bk:
-            cells.append(f"{(st['median'] - bk['median']) / 2:.0f}")
-        else:
-            cells.append("—")
-        for c in ("stock", "bulk"):
-            cells.append(fmt(s.get(c), "router"))
-        text, fwd = ratio_cell(st, bk, "router")
-        cells.append(text)
-        if cpu is not None:
-            where = dict(link=r["link"], gro=r["gro"], qdisc=r["qdisc"],
-                         flows=r["flows"], family=r["family"], train=r["train"])
-            if encap:
-                where["encap"] = r["encap"]
-            ratios.append(dict(where, router_cpu_stock_over_bulk=cpu,
-                               forwarding_only_stock_over_bulk=fwd))
-        for v in (st, bk):
-            k = v.get("kicks_per_packet")
-            cells.append("—" if k is None else f"{k:.3f}")
-        if encap:
-            t = bk.get("taken_fraction")
-            cells.append("—" if t is None else f"{100 * t:.1f} %")
-        m = bk.get("bulk_mean")
-        cells.append("—" if m is None else f"{m:.1f}")
-        spreads = [v.get("spread_pct") for v in s.values() if v.get("spread_pct") is not None]
-        cells.append(f"{max(spreads):.2f} %" if spreads else "—")
-        return "| " + " | ".join(cells) + " |"
+            where["encap"] = r["encap"]
+        ratios.append(dict(where, router_cpu_stock_over_bulk=cpu,
+                           forwarding_only_stock_over_bulk=fwd))
+    for v in (st, bk):
+        k = v.get("kicks_per_packet")
+        cells.append("—" if k is None else f"{k:.3f}")
+    if encap:
+        t = bk.get("taken_fraction")
+        cells.append("—" if t is None else f"{100 * t:.1f} %")
+    m = bk.get("bulk_mean")
+    cells.append("—" if m is None else f"{m:.1f}")
+    spreads = [v.get("spread_pct") for v in s.values() if v.get("spread_pct") is not None]
+    cells.append(f"{max(spreads):.2f} %" if spreads else "—")
+    return "| " + " | ".join(cells) + " |"
 
-    def rst_table(lines, caption):
-        """The same table for the rst documentation (Documentation/perf/results.rst)."""
-        rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
-        rst = [f".. csv-table:: {caption}",
-               "   :header: " + ", ".join(f'"{c}"' for c in rows[0]), ""]
-        for r in rows[2:]:
-            rst.append("   " + ", ".join(f'"{c}"' for c in r))
-        return "\n".join(rst) + "\n"
 
-    def peers(rows):
-        """The peer table: per (link, qdisc, family, flows, train) of plain
-        Ethernet, the whole path of stock and module in every receive mode,
-        and the least costly of each side. Its router CPU figures all take
-        the GRO-off drop-west (see MERGING), whatever the mode, so that they
-        compare across modes: the receive work past a plain hop, GRO's
-        included, is the routers'."""
-        by = defaultdict(dict)
-        off_drop = {}
-        for r in rows:
-            k = (r["link"], r["qdisc"], r["family"], r["flows"], r["train"])
-            if r["gro"] == "off":
-                base = r["s"].get("gen-alone", {}).get("median")
-                drop = r["s"].get("drop-west", {}).get("median")
-                if base and drop:
-                    off_drop[k] = (base, drop)
-            for c in ("stock", "bulk", "xdp"):
-                v = r["s"].get(c)
-                if v and v.get("delivered") and "median" in v:
-                    if c == "xdp" and v.get("stack_share", 1) > XDP_STACK_SHARE:
-                        continue
-                    by[k][(c, r["gro"])] = v
-        if not any(k[1] in MERGING for cells in by.values() for k in cells):
-            return [], []
-        head = ["link", "egress qdisc", "IP", "flows", "train"]
-        head += [f"{c}, GRO {g}" for c, g in PEERS]
-        head += ["best stock", "best module", "whole path: best stock / best module",
-                 "router CPU: best stock", "router CPU: best module",
-                 "router CPU: stock / module",
-                 "path per router: best module", "path per router: best XDP",
-                 "path: module / XDP"]
-        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        js = []
-        for k in sorted(by):
-            cells = [k[0], k[1], f"v{k[2]}", str(k[3]), str(k[4])]
-            for p in PEERS:
-                v = by[k].get(p)
-                cells.append("—" if v is None else fmt(v, "median"))
-            best = {}
-            for side in ("stock", "bulk", "xdp"):
-                cand = [(v["median"], g, v) for (c, g), v in by[k].items() if c == side]
-                best[side] = min(cand, key=lambda t: t[0]) if cand else None
-            for side in ("stock", "bulk"):
-                b = best[side]
-                cells.append("—" if b is None else f"{b[0]:.0f} (GRO {b[1]})")
-            st, bk = best["stock"], best["bulk"]
-            cells.append(f"{st[0] / bk[0]:.2f}x" if st and bk else "—")
-            routers = {}
-            for side, b in (("stock", st), ("bulk", bk)):
-                if b is not None and k in off_drop:
-                    routers[side] = router_cpu(b[0], off_drop[k][1])
-                cells.append(f"{routers[side]:.0f}" if side in routers else "—")
-            if routers.get("bulk", 0) > 0 and "stock" in routers:
-                cells.append(f"{routers['stock'] / routers['bulk']:.2f}x")
-            else:
-                cells.append("—")
-            # XDP against the module per router with the hops included
-            # (path_cost): XDP's hops are not the stack's (a redirected
-            # frame is received without an skb), so subtracting the
-            # stack's receive from it would credit XDP's cheaper receive
-            # to its router.
-            xd = best["xdp"]
-            paths = {}
-            if k in off_drop:
-                for side, b in (("bulk", bk), ("xdp", xd)):
-                    if b is not None:
-                        paths[side] = path_cost(b[0], off_drop[k][0])
-            for side in ("bulk", "xdp"):
-                cells.append(f"{paths[side]:.0f}" if side in paths else "—")
-            if paths.get("xdp", 0) > 0 and "bulk" in paths:
-                cells.append(f"{paths['bulk'] / paths['xdp']:.2f}x")
-            else:
-                cells.append("—")
-            out.append("| " + " | ".join(cells) + " |")
-            if st and bk:
-                js.append(dict(link=k[0], qdisc=k[1], family=k[2], flows=k[3], train=k[4],
-                               best_stock=dict(gro=st[1], whole_path=st[0],
-                                               router_cpu=routers.get("stock"),
-                                               misforwarded=st[2].get("misforwarded")),
-                               best_bulk=dict(gro=bk[1], whole_path=bk[0],
-                                              router_cpu=routers.get("bulk"),
-                                              misforwarded=bk[2].get("misforwarded")),
-                               best_stock_over_best_bulk=st[0] / bk[0],
-                               path_per_router_bulk=paths.get("bulk"),
-                               best_xdp=None if xd is None else dict(
-                                   gro=xd[1], whole_path=xd[0],
-                                   path_per_router=paths.get("xdp"),
-                                   misforwarded=xd[2].get("misforwarded"))))
-        return out, js
+def rst_table(lines, caption):
+    """The same table for the rst documentation (Documentation/perf/results.rst)."""
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+    rst = [f".. csv-table:: {caption}",
+           "   :header: " + ", ".join(f'"{c}"' for c in rows[0]), ""]
+    for r in rows[2:]:
+        rst.append("   " + ", ".join(f'"{c}"' for c in r))
+    return "\n".join(rst) + "\n"
 
-    plain_rows = [r for r in table if r["encap"] == "none"]
-    misforwarded = sorted({f"{p['config']}, GRO {p['gro']}: {p['misforwarded']}"
-                           for p in points if p.get("misforwarded")})
-    encap_rows = [r for r in table if r["encap"] != "none"]
-    where = provenance(meta)
-    md, rst_text = f"The run: {where}.\n\n", ""
+
+def peer_points(rows):
+    """The peer table's input: per (link, qdisc, family, flows, train), the
+    delivered stock, module and XDP points by (config, GRO), and the GRO-off
+    (gen-alone, drop-west) figures."""
+    by = defaultdict(dict)
+    off_drop = {}
+    for r in rows:
+        k = (r["link"], r["qdisc"], r["family"], r["flows"], r["train"])
+        if r["gro"] == "off":
+            base = r["s"].get("gen-alone", {}).get("median")
+            drop = r["s"].get("drop-west", {}).get("median")
+            if base and drop:
+                off_drop[k] = (base, drop)
+        for c in ("stock", "bulk", "xdp"):
+            v = r["s"].get(c)
+            if v and v.get("delivered") and "median" in v:
+                if c == "xdp" and v.get("stack_share", 1) > XDP_STACK_SHARE:
+                    continue
+                by[k][(c, r["gro"])] = v
+    return by, off_drop
+
+
+def peer_head():
+    """The peer table's columns."""
+    head = ["link", "egress qdisc", "IP", "flows", "train"]
+    head += [f"{c}, GRO {g}" for c, g in PEERS]
+    head += ["best stock", "best module", "whole path: best stock / best module",
+             "router CPU: best stock", "router CPU: best module",
+             "router CPU: stock / module",
+             "path per router: best module", "path per router: best XDP",
+             "path: module / XDP"]
+    return head
+
+
+def peer_best(modes):
+    """Per side (stock, bulk, xdp), its least costly mode of MODES:
+    (whole path, GRO, point), or None."""
+    best = {}
+    for side in ("stock", "bulk", "xdp"):
+        cand = [(v["median"], g, v) for (c, g), v in modes.items() if c == side]
+        best[side] = min(cand, key=lambda t: t[0]) if cand else None
+    return best
+
+
+def peer_row(k, modes, off_drop):
+    """One row of the peer table: (markdown line, results.json entry or
+    None). MODES: the row's points by (config, GRO) (peer_points)."""
+    cells = [k[0], k[1], f"v{k[2]}", str(k[3]), str(k[4])]
+    for p in PEERS:
+        v = modes.get(p)
+        cells.append("—" if v is None else fmt(v, "median"))
+    best = peer_best(modes)
+    for side in ("stock", "bulk"):
+        b = best[side]
+        cells.append("—" if b is None else f"{b[0]:.0f} (GRO {b[1]})")
+    st, bk = best["stock"], best["bulk"]
+    cells.append(f"{st[0] / bk[0]:.2f}x" if st and bk else "—")
+    routers = {}
+    for side, b in (("stock", st), ("bulk", bk)):
+        if b is not None and k in off_drop:
+            routers[side] = router_cpu(b[0], off_drop[k][1])
+        cells.append(f"{routers[side]:.0f}" if side in routers else "—")
+    if routers.get("bulk", 0) > 0 and "stock" in routers:
+        cells.append(f"{routers['stock'] / routers['bulk']:.2f}x")
+    else:
+        cells.append("—")
+    # XDP against the module per router with the hops included
+    # (path_cost): XDP's hops are not the stack's (a redirected
+    # frame is received without an skb), so subtracting the
+    # stack's receive from it would credit XDP's cheaper receive
+    # to its router.
+    xd = best["xdp"]
+    paths = {}
+    if k in off_drop:
+        for side, b in (("bulk", bk), ("xdp", xd)):
+            if b is not None:
+                paths[side] = path_cost(b[0], off_drop[k][0])
+    for side in ("bulk", "xdp"):
+        cells.append(f"{paths[side]:.0f}" if side in paths else "—")
+    if paths.get("xdp", 0) > 0 and "bulk" in paths:
+        cells.append(f"{paths['bulk'] / paths['xdp']:.2f}x")
+    else:
+        cells.append("—")
+    js = peer_json(k, best, routers, paths) if st and bk else None
+    return "| " + " | ".join(cells) + " |", js
+
+
+def peer_json(k, best, routers, paths):
+    """results.json's entry of a peer row (peer_row) with both sides."""
+    st, bk, xd = best["stock"], best["bulk"], best["xdp"]
+    return dict(link=k[0], qdisc=k[1], family=k[2], flows=k[3], train=k[4],
+                best_stock=dict(gro=st[1], whole_path=st[0],
+                                router_cpu=routers.get("stock"),
+                                misforwarded=st[2].get("misforwarded")),
+                best_bulk=dict(gro=bk[1], whole_path=bk[0],
+                               router_cpu=routers.get("bulk"),
+                               misforwarded=bk[2].get("misforwarded")),
+                best_stock_over_best_bulk=st[0] / bk[0],
+                path_per_router_bulk=paths.get("bulk"),
+                best_xdp=None if xd is None else dict(
+                    gro=xd[1], whole_path=xd[0],
+                    path_per_router=paths.get("xdp"),
+                    misforwarded=xd[2].get("misforwarded")))
+
+
+def peers(rows):
+    """The peer table: per (link, qdisc, family, flows, train) of plain
+    Ethernet, the whole path of stock and module in every receive mode,
+    and the least costly of each side. Its router CPU figures all take
+    the GRO-off drop-west (see MERGING), whatever the mode, so that they
+    compare across modes: the receive work past a plain hop, GRO's
+    included, is the routers'."""
+    by, off_drop = peer_points(rows)
+    if not any(k[1] in MERGING for cells in by.values() for k in cells):
+        return [], []
+    head = peer_head()
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    js = []
+    for k in sorted(by):
+        line, entry = peer_row(k, by[k], off_drop)
+        out.append(line)
+        if entry is not None:
+            js.append(entry)
+    return out, js
+
+
+def main_tables(plain_rows, encap_rows, where, nboots, ratios):
+    """The plain-Ethernet table and the encapsulation table: (markdown,
+    rst)."""
+    md, rst_text = "", ""
     if plain_rows or not encap_rows:
-        lines = render(plain_rows, False)
+        lines = render_table(plain_rows, False, ratios)
         md += "\n".join(lines) + "\n"
         rst_text = rst_table(lines, f"Guest instructions per packet ({where}; medians of "
                              f"every run of {nboots} boot(s)); router CPU and forwarding-only "
                              "columns per router")
     if encap_rows:
-        lines = render(encap_rows, True)
+        lines = render_table(encap_rows, True, ratios)
         md += "\nEncapsulation on the west - east link:\n\n"
         md += "\n".join(lines) + "\n"
         rst_text += ("\n" if rst_text else "") + rst_table(
             lines, "Encapsulation on the west - east link (vlan: 802.1Q id 100; pppoe: a "
             f"PPPoE session): guest instructions per packet ({where}; medians of every "
             f"run of {nboots} boot(s)); router columns per router, encapsulation included")
-    peer_lines, peer_js = peers(plain_rows)
-    if peer_lines:
-        md += ("\nThe module against every stock receive mode and XDP forwarding (whole "
-               "path, instructions per packet; GRO list: fraglist GRO, udpfwd: UDP GRO "
-               "forwarding, at the routers' receive; xdp: xdp_fwd on the routers' receive "
-               "devices):\n\n" + "\n".join(peer_lines) + "\n")
-        rst_text += "\n" + rst_table(
-            peer_lines, f"The module against every stock receive mode ({where}): whole "
-            "path, generator to sink, guest instructions per packet (medians); router "
-            "CPU per router, for the least costly mode of each side, over the GRO-off "
-            "drop-west")
+    return md, rst_text
+
+
+def peers_section(peer_lines, where):
+    """The peer table's section: (markdown, rst), empty without one."""
+    if not peer_lines:
+        return "", ""
+    md = ("\nThe module against every stock receive mode and XDP forwarding (whole "
+          "path, instructions per packet; GRO list: fraglist GRO, udpfwd: UDP GRO "
+          "forwarding, at the routers' receive; xdp: xdp_fwd on the routers' receive "
+          "devices):\n\n" + "\n".join(peer_lines) + "\n")
+    rst_text = "\n" + rst_table(
+        peer_lines, f"The module against every stock receive mode ({where}): whole "
+        "path, generator to sink, guest instructions per packet (medians); router "
+        "CPU per router, for the least costly mode of each side, over the GRO-off "
+        "drop-west")
+    return md, rst_text
+
+
+def events_section(table, where):
+    """The events table's section (guest.sh --events): (markdown, rst),
+    empty without one."""
     event_lines = events_table(table)
-    if event_lines:
-        md += ("\nWhat an instruction count cannot see (guest.sh --events): kernel "
-               "function calls in softirq context per forwarded packet and router, "
-               "(config - drop at west) / 2 as router CPU, one generator run after the "
-               "measured ones:\n\n" + "\n".join(event_lines) + "\n")
-        rst_text += "\n" + rst_table(
-            event_lines, f"Kernel function calls in softirq context per forwarded packet "
-            f"and router ({where}; guest.sh --events)")
-    if misforwarded:
-        note = ("‡ every packet arrived, but not every one was forwarded right "
-                "(the sink's TTL range and bad IPv4 header checksums): " + "; ".join(misforwarded))
-        md += "\n" + note + "\n"
-        rst_text += "\n" + note + "\n"
-    if wall_js:
-        _, wall_md, wall_rst = wall_render(wall_js["points"])
-        md += "\nWall clock (multi-threaded TCG, host-dependent):\n\n" + "\n".join(wall_md) + "\n"
-        rst_text += "\n" + "\n".join(wall_rst) + "\n"
+    if not event_lines:
+        return "", ""
+    md = ("\nWhat an instruction count cannot see (guest.sh --events): kernel "
+          "function calls in softirq context per forwarded packet and router, "
+          "(config - drop at west) / 2 as router CPU, one generator run after the "
+          "measured ones:\n\n" + "\n".join(event_lines) + "\n")
+    rst_text = "\n" + rst_table(
+        event_lines, f"Kernel function calls in softirq context per forwarded packet "
+        f"and router ({where}; guest.sh --events)")
+    return md, rst_text
+
+
+def misforwarded_note(points):
+    """The note on misforwarded points (‡), the same in both texts; empty
+    without one."""
+    misforwarded = sorted({f"{p['config']}, GRO {p['gro']}: {p['misforwarded']}"
+                           for p in points if p.get("misforwarded")})
+    if not misforwarded:
+        return "", ""
+    note = ("‡ every packet arrived, but not every one was forwarded right "
+            "(the sink's TTL range and bad IPv4 header checksums): " + "; ".join(misforwarded))
+    return "\n" + note + "\n", "\n" + note + "\n"
+
+
+def wall_section(wall_js):
+    """The wall-clock table's section: (markdown, rst), empty without a
+    wall-clock run."""
+    if not wall_js:
+        return "", ""
+    _, wall_md, wall_rst = wall_render(wall_js["points"])
+    md = "\nWall clock (multi-threaded TCG, host-dependent):\n\n" + "\n".join(wall_md) + "\n"
+    return md, "\n" + "\n".join(wall_rst) + "\n"
+
+
+def render_all(table, points, meta, wall_js):
+    """The markdown and rst texts of a run, its ratios and its peer rows."""
+    nboots = meta.get("boots", 1)
+    ratios = []
+    plain_rows = [r for r in table if r["encap"] == "none"]
+    encap_rows = [r for r in table if r["encap"] != "none"]
+    where = provenance(meta)
+    md, rst_text = main_tables(plain_rows, encap_rows, where, nboots, ratios)
+    md = f"The run: {where}.\n\n" + md
+    peer_lines, peer_js = peers(plain_rows)
+    for sec_md, sec_rst in (peers_section(peer_lines, where), events_section(table, where),
+                            misforwarded_note(points), wall_section(wall_js)):
+        md += sec_md
+        rst_text += sec_rst
     return md, rst_text, ratios, peer_js
 
 
