@@ -13,7 +13,7 @@
 #                        [--family 4|6] [--headroom N] [--tap none|read|drop]
 #                        [--events]
 #                        [--nexthops 1|2]
-#                        [--nat none|snat]
+#                        [--nat none|snat] [--vary port|addr]
 #
 # Configurations:
 #   gen-alone  the generator sending into a dummy device (its own cost)
@@ -118,6 +118,11 @@
 # flows take turns, so a drain on west holds packets of both next hops
 # interleaved, in two open bulks (module/xmit.c nfb_drain()). East, the
 # second router, keeps one next hop. Each point's JSON names it (nexthops).
+# --vary addr (IPv4, --encap none, at most 100 flows): the flows differ in
+# their source address (10.0.1.100 + f, source port 10000) instead of their
+# source port (10.0.1.1, source port 10000 + f): many hosts to one
+# service on the same ports. With --nexthops 2 the flows of odd source
+# addresses go to the second next hop. Each point's JSON names it (vary).
 # --nat snat: west translates the source address of every forwarded
 # packet to its own on the west - east link (10.0.2.1, fd00:2::1; an nft
 # snat rule in postrouting, table nfb_nat, as the selftests write it), in
@@ -155,6 +160,7 @@ tap=none
 events=0
 nexthops=1
 nat=none
+vary=port
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--links) links=$2; shift 2 ;;
@@ -174,6 +180,7 @@ while [ $# -gt 0 ]; do
 	--events) events=1; shift ;;
 	--nexthops) nexthops=$2; shift 2 ;;
 	--nat) nat=$2; shift 2 ;;
+	--vary) vary=$2; shift 2 ;;
 	*) echo "guest.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -185,6 +192,23 @@ esac
 case "$nat" in
 none | snat) ;;
 *) echo "guest.sh: unknown NAT $nat" >&2; exit 2 ;;
+esac
+
+case "$vary" in
+port) ;;
+addr)
+	if [ "$family" != 4 ] || [ "$encaps" != none ]; then
+		echo "guest.sh: --vary addr is for --family 4 --encap none only" >&2
+		exit 2
+	fi
+	for flows in $flows_list; do
+		if [ "$flows" -gt 100 ]; then
+			echo "guest.sh: --vary addr takes at most 100 flows" >&2
+			exit 2
+		fi
+	done
+	;;
+*) echo "guest.sh: --vary is port or addr" >&2; exit 2 ;;
 esac
 
 case "$nexthops" in
@@ -228,6 +252,13 @@ if [ "$family" = 6 ]; then
 else
 	src=10.0.1.1 dst=$TOPO_DST4 nat_src=10.0.2.1
 fi
+# --vary addr: the first flow's source address, clear of the sunset's and
+# west's own (10.0.1.1, 10.0.1.2), the last one's in 10.0.1.0/24.
+gen_vary=
+if [ "$vary" = addr ]; then
+	src=10.0.1.100
+	gen_vary=" addrs=1"
+fi
 # The source address the sink must see: --nat's translation.
 sink_src=$src
 [ "$nat" = none ] || sink_src=$nat_src
@@ -238,7 +269,7 @@ window=0
 link_window=0
 train=1
 gen() { # gen DEV DMAC COUNT FLOWS [TRAIN]
-	echo "gen dev=$1 dmac=$2 src=$src dst=$dst flows=$4 count=$3 burst=$burst len=$len window=$window train=${5:-$train} headroom=$headroom" |
+	echo "gen dev=$1 dmac=$2 src=$src dst=$dst flows=$4 count=$3 burst=$burst len=$len window=$window train=${5:-$train} headroom=$headroom$gen_vary" |
 		in_ns "$NS_SUNSET" tee "$ctl" >/dev/null
 }
 
@@ -246,8 +277,9 @@ gen() { # gen DEV DMAC COUNT FLOWS [TRAIN]
 # neighbour entry is permanent, as topo_neigh_permanent makes the others.
 # The nft table is not the flowtable's: topo_flowtable_del leaves it.
 nexthops_add() {
-	local mac
+	local mac split="udp sport & 1 == 1"
 	[ "$nexthops" = 2 ] || return 0
+	[ "$vary" = port ] || split="ip saddr & 0.0.0.1 == 0.0.0.1"
 	mac=$(mac_of "$NS_EAST" e0)
 	ip -n "$NS_EAST" addr add 10.0.2.3/24 dev e0
 	ip -n "$NS_EAST" addr add fd00:2::3/64 dev e0 nodad
@@ -261,7 +293,7 @@ nexthops_add() {
 		table inet nfb_bench_nh {
 			chain pre {
 				type filter hook prerouting priority mangle; policy accept;
-				udp sport & 1 == 1 meta mark set 1
+				$split meta mark set 1
 			}
 		}
 	EOF
@@ -709,7 +741,7 @@ point_runs() {
 point_json() {
 	jq -cnM --arg kernel "$kver" --arg link "$link" --arg gro "$g" --arg qdisc "$q" \
 		--arg encap "$encap" --arg config "$config" --arg status "$status" \
-		--arg tap "$tap" --argjson nexthops "$nexthops" --arg nat "$nat" \
+		--arg tap "$tap" --argjson nexthops "$nexthops" --arg nat "$nat" --arg vary "$vary" \
 		--argjson flows "$flows" --argjson train "$train" --argjson family "$family" \
 		--argjson len "$len" --argjson burst "$burst" --argjson headroom "$headroom" \
 		--argjson sent "${sent:-0}" --argjson received "${recv:-0}" \
@@ -724,7 +756,7 @@ point_json() {
 		--argjson mod0 "$mod0" --argjson mod1 "$mod1" \
 		--arg misforwarded "${misforwarded# }" --argjson events "$events_json" \
 		'{kernel: $kernel, link: $link, gro: $gro, qdisc: $qdisc, encap: $encap,
-		  config: $config, headroom: $headroom, tap: $tap, nexthops: $nexthops, nat: $nat,
+		  config: $config, headroom: $headroom, tap: $tap, nexthops: $nexthops, nat: $nat, vary: $vary,
 		  status: $status, flows: $flows, train: $train, family: $family, len: $len,
 		  burst: $burst, sent: $sent, received: $received,
 		  reordered: $reordered, elapsed_ns: $elapsed_ns, wait_ns: $wait_ns,

@@ -41,10 +41,15 @@
  * as waiting and subtracted like window's): burst=flows and gap=200000
  * give 5,000 new flows per second.
  *
+ * With addrs=1 (IPv4, no churn) the flows differ in their source address
+ * instead: flow f goes out from src + f, all from source port sport. That
+ * is the traffic of many hosts to one service on the same ports (tunnel
+ * endpoints, NTP), whose flows differ only in the addresses' last bytes.
+ *
  * Control, from a process in the network namespace of the device:
  *   echo "gen dev=D dmac=M src=IP dst=IP [sport=N dport=N flows=N len=N
  *         burst=N count=N ttl=N tos=N window=N train=N headroom=N
- *         churn=0|1 gap=N]"
+ *         churn=0|1 gap=N addrs=0|1]"
  *     > /sys/kernel/debug/nfb_bench/ctl
  *   echo "sink dev=D [verify=1]" > ...;  echo "sink off" > ...;  echo reset > ...
  * The sink checks every packet's TTL (or hop limit) and IPv4 header
@@ -93,6 +98,7 @@ struct nfb_gen_params {
 	} src, dst;
 	u16 sport, dport;
 	u32 flows, len, burst, ttl, tos, window, train, headroom, churn, gap;
+	u32 addrs;
 	u64 count;
 };
 
@@ -295,6 +301,8 @@ static struct sk_buff *nfb_gen_build(struct net_device *dev,
 				     u64 seq)
 {
 	unsigned int l3len = p->len - ETH_HLEN, ulen;
+	__be32 saddr = p->src.v4;
+	u16 sport = p->sport + flow;
 	struct nfb_bench_payload *pl;
 	struct sk_buff *skb;
 	struct udphdr *uh;
@@ -320,6 +328,10 @@ static struct sk_buff *nfb_gen_build(struct net_device *dev,
 		if (!skb)
 			return NULL;
 		skb_reserve(skb, LL_RESERVED_SPACE(dev));
+	}
+	if (p->addrs) {
+		saddr = htonl(ntohl(saddr) + flow);
+		sport = p->sport;
 	}
 	skb_reset_mac_header(skb);
 	eth = skb_put(skb, ETH_HLEN);
@@ -350,13 +362,13 @@ static struct sk_buff *nfb_gen_build(struct net_device *dev,
 		iph->frag_off = htons(IP_DF);
 		iph->ttl = p->ttl;
 		iph->protocol = IPPROTO_UDP;
-		iph->saddr = p->src.v4;
+		iph->saddr = saddr;
 		iph->daddr = p->dst.v4;
 		ip_send_check(iph);
 	}
 	skb_set_transport_header(skb, skb->len);
 	uh = skb_put_zero(skb, ulen);
-	uh->source = htons(p->sport + flow);
+	uh->source = htons(sport);
 	uh->dest = htons(p->dport);
 	uh->len = htons(ulen);
 	pl = (struct nfb_bench_payload *)(uh + 1);
@@ -367,7 +379,7 @@ static struct sk_buff *nfb_gen_build(struct net_device *dev,
 		uh->check = csum_ipv6_magic(&p->src.v6, &p->dst.v6, ulen,
 					    IPPROTO_UDP, csum_partial(uh, ulen, 0));
 	else
-		uh->check = csum_tcpudp_magic(p->src.v4, p->dst.v4, ulen,
+		uh->check = csum_tcpudp_magic(saddr, p->dst.v4, ulen,
 					      IPPROTO_UDP, csum_partial(uh, ulen, 0));
 	if (!uh->check)
 		uh->check = CSUM_MANGLED_0;
@@ -621,6 +633,8 @@ static int nfb_parse_gen(char *args, struct nfb_gen_params *p)
 			err = nfb_parse_u32(val, 0, 1, &p->churn);
 		} else if (!strcmp(tok, "gap")) {
 			err = nfb_parse_u32(val, 0, NSEC_PER_SEC, &p->gap);
+		} else if (!strcmp(tok, "addrs")) {
+			err = nfb_parse_u32(val, 0, 1, &p->addrs);
 		} else if (!strcmp(tok, "headroom")) {
 			err = nfb_parse_u32(val, 0, 1024, &p->headroom);
 		} else if (!strcmp(tok, "count")) {
@@ -636,6 +650,10 @@ static int nfb_parse_gen(char *args, struct nfb_gen_params *p)
 		     sizeof(struct udphdr) + sizeof(struct nfb_bench_payload))
 		return -EINVAL;
 	if ((u32)p->sport + p->flows - 1 > 65535)
+		return -EINVAL;
+	/* addrs: the last flow's source address in the first one's /24. */
+	if (p->addrs && (v6 || p->churn ||
+			 (ntohl(p->src.v4) & 0xff) + p->flows - 1 > 254))
 		return -EINVAL;
 	/* churn: the last round's flows reach sport + rounds + flows - 1. */
 	if (p->churn && (p->train != 1 ||
