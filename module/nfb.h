@@ -395,12 +395,12 @@ struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
 int nfb_flowcache_init(void);
 void nfb_flowcache_fini(void);
 
-/* xmit.c */
+/* queue.c */
 void nfb_enqueue(struct sk_buff *skb);
 void nfb_flush_local(const struct nfb_net *nn, enum nfb_order_scope scope,
 		     u32 key);
-int nfb_xmit_init(void);
-void nfb_xmit_fini(void);
+int nfb_queue_init(void);
+void nfb_queue_fini(void);
 void nfb_wait_inflight(struct nfb_net *nn);
 void nfb_test_hold_release(void);
 
