@@ -332,6 +332,54 @@ static int nfb_order_select(struct nfb_cpu *c, const struct nfb_order_sel *sel,
 }
 
 /*
+ * The drain's first stage: move the packets it sends this time from @c's
+ * queue to @todo, in their order. With @sel, those it selects; else at
+ * most @budget, all of them clearing the order filters.
+ */
+static int nfb_drain_take(struct nfb_cpu *c, int budget,
+			  const struct nfb_order_sel *sel,
+			  struct sk_buff_head *todo)
+{
+	struct sk_buff *skb;
+	int work = 0;
+
+	if (sel)
+		return nfb_order_select(c, sel, todo);
+	if (skb_queue_len(&c->queue) <= budget) {
+		work = skb_queue_len(&c->queue);
+		skb_queue_splice_init(&c->queue, todo);
+		nfb_order_clear(c);
+		return work;
+	}
+	while (work < budget && (skb = __skb_dequeue(&c->queue))) {
+		__skb_queue_tail(todo, skb);
+		work++;
+	}
+	return work;
+}
+
+/* Open the bulk @b with @skb, its first packet, whose queue is @txq. */
+static void nfb_bulk_open(struct nfb_cpu *c, struct nfb_bulk *b,
+			  struct sk_buff *skb, u16 txq)
+{
+	const struct nfb_cb *cb = NFB_CB(skb);
+
+	b->head = skb;
+	b->tail = skb;
+	b->dev = skb->dev;
+	b->nn = cb->nn;
+	b->flows = 0;
+	c->serial += 2;
+	b->serial = c->serial;
+	b->slotted = false;
+	b->count = 0;
+	b->max = cb->bulk_max;
+	b->txq = txq;
+	b->proto = skb->protocol;
+	b->xmit = cb->xmit;
+}
+
+/*
  * Group the packets taken since the last poll into bulks, in arrival order.
  * A packet joins an open bulk with the same key; per-flow order holds
  * because a flow is never in two open bulks at once: a bloom of the flows
@@ -345,7 +393,7 @@ static int nfb_drain(struct nfb_cpu *c, int budget,
 	struct nfb_bulk open[NFB_OPEN_BULKS] __uninitialized;
 	struct sk_buff_head todo;
 	struct sk_buff *skb;
-	int nopen = 0, work = 0, i, j;
+	int nopen = 0, work, i, j;
 
 	/*
 	 * Work on a private list: a transmit that re-enters the hook on this
@@ -363,18 +411,7 @@ static int nfb_drain(struct nfb_cpu *c, int budget,
 	c->draining = true;
 	c->first_serial = c->serial + 2;
 	__skb_queue_head_init(&todo);
-	if (sel) {
-		work = nfb_order_select(c, sel, &todo);
-	} else if (skb_queue_len(&c->queue) <= budget) {
-		work = skb_queue_len(&c->queue);
-		skb_queue_splice_init(&c->queue, &todo);
-		nfb_order_clear(c);
-	} else {
-		while (work < budget && (skb = __skb_dequeue(&c->queue))) {
-			__skb_queue_tail(&todo, skb);
-			work++;
-		}
-	}
+	work = nfb_drain_take(c, budget, sel, &todo);
 
 	while ((skb = __skb_dequeue(&todo))) {
 		const struct nfb_cb *cb = NFB_CB(skb);
@@ -407,19 +444,7 @@ static int nfb_drain(struct nfb_cpu *c, int budget,
 					sizeof(open[0]) * --nopen);
 			}
 			b = &open[nopen++];
-			b->head = skb;
-			b->tail = skb;
-			b->dev = skb->dev;
-			b->nn = cb->nn;
-			b->flows = 0;
-			c->serial += 2;
-			b->serial = c->serial;
-			b->slotted = false;
-			b->count = 0;
-			b->max = cb->bulk_max;
-			b->txq = txq;
-			b->proto = skb->protocol;
-			b->xmit = cb->xmit;
+			nfb_bulk_open(c, b, skb, txq);
 		} else {
 			b->tail->next = skb;
 			b->tail = skb;
