@@ -116,7 +116,7 @@
 # fd00:2::3, a second address of east's e0: a mark set in west's prerouting
 # (nft table nfb_bench_nh) and a rule to a routing table of its own. The
 # flows take turns, so a drain on west holds packets of both next hops
-# interleaved, in two open bulks (module/xmit.c nfb_drain()). East, the
+# interleaved, in two open bulks (module/queue.c nfb_drain()). East, the
 # second router, keeps one next hop. Each point's JSON names it (nexthops).
 # --nat snat: west translates the source address of every forwarded
 # packet to its own on the west - east link (10.0.2.1, fd00:2::1; an nft
