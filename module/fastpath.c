@@ -1138,6 +1138,79 @@ static __always_inline int nfb_ctx_taken(struct nfb_ctx *ctx,
 }
 
 /*
+ * The lookup tuple of an IPv4 packet whose headers are pulled (ports, then
+ * addresses, then what the packet came in through: encapsulation, tunnel),
+ * and its full order key. Returns the (inner) IP header.
+ */
+static __always_inline struct iphdr *
+nfb_tuple4(struct nfb_ctx *ctx, struct flow_offload_tuple *tuple,
+	   struct sk_buff *skb, const struct nf_hook_state *state,
+	   struct nfb_rx *rx)
+{
+	struct flow_ports *ports;
+	struct iphdr *iph;
+
+	nfb_tuple_init(tuple);
+	ports = (struct flow_ports *)(skb_network_header(skb) + ctx->thoff);
+	tuple->src_port		= ports->source;
+	tuple->dst_port		= ports->dest;
+	iph = (struct iphdr *)(skb_network_header(skb) + ctx->offset);
+	tuple->src_v4.s_addr	= iph->saddr;
+	tuple->dst_v4.s_addr	= iph->daddr;
+	tuple->l3proto		= AF_INET;
+	tuple->l4proto		= iph->protocol;
+	tuple->iifidx		= state->in->ifindex;
+	rx->order = nfb_order_key(rx->order, tuple->l4proto, tuple->src_port,
+				  tuple->dst_port);
+	rx->scope = NFB_ORDER_FLOW;
+	if (rx->layers)
+		nfb_tuple_encap(skb, tuple);
+	if (unlikely(ctx->tun_rx)) {
+		/* The outer header, still in front of the inner one. */
+		iph = (struct iphdr *)(skb_network_header(skb) + rx->offset);
+		nfb_tuple_set_tun4(tuple, iph->saddr, iph->daddr);
+		iph = (struct iphdr *)(skb_network_header(skb) + ctx->offset);
+	}
+	return iph;
+}
+
+/*
+ * The take of an IPv4 packet that passed every check: the rewrite (NAT,
+ * TTL), the accounting, the tunnel header a flow into a tunnel gets, and
+ * the control block with the next hop.
+ */
+static __always_inline int nfb_ipv4_take(struct nfb_ctx *ctx,
+					 struct sk_buff *skb,
+					 const struct nf_hook_state *state)
+{
+	struct iphdr *iph;
+	__be32 nexthop;
+
+	nfb_ctx_take(ctx, skb, sizeof(*iph));
+	iph = ip_hdr(skb);
+	nfb_nat_ip(ctx->flow, skb, ctx->thoff, ctx->dir, iph);
+	ip_decrease_ttl(iph);
+	nfb_ctx_account(ctx, skb);
+
+	if (unlikely(ctx->tun_tx) &&
+	    nfb_ipip_push(state->net, skb, ctx->other, ctx->dst)) {
+		dst_release(ctx->dst);
+		return NFB_DROPPED;
+	}
+
+	if (ctx->dst) {
+		nexthop = rt_nexthop((struct rtable *)ctx->dst,
+				     ctx->tun_tx ? nfb_tuple_tun_far4(ctx->other) :
+						   ctx->other->src_v4.s_addr);
+		nfb_ctx_prepare(ctx, skb);
+		NFB_CB(skb)->nexthop.v4 = nexthop;
+	} else {
+		nfb_ctx_prepare(ctx, skb);
+	}
+	return nfb_ctx_taken(ctx, skb);
+}
+
+/*
  * Inlined into the hook, as nfb_ipv6() and nfb_prepare(): out of line,
  * each call pays its own prologue, stack canary and epilogue on every
  * packet (about 45 instructions per packet per router, make bench).
@@ -1150,9 +1223,7 @@ static __always_inline int nfb_ipv4(struct nfb_net *nn,
 {
 	struct nfb_ctx ctx __uninitialized;
 	struct flow_offload_tuple tuple __uninitialized;
-	struct flow_ports *ports;
 	struct iphdr *iph;
-	__be32 nexthop;
 	int ret;
 
 	nfb_ctx_init(&ctx, nn, ft, state, rx);
@@ -1207,27 +1278,7 @@ again:
 	if (!pskb_may_pull(skb, ctx.thoff + ctx.hdrsize))
 		return NFB_DECLINE_HEADER;
 
-	nfb_tuple_init(&tuple);
-	ports = (struct flow_ports *)(skb_network_header(skb) + ctx.thoff);
-	tuple.src_port		= ports->source;
-	tuple.dst_port		= ports->dest;
-	iph = (struct iphdr *)(skb_network_header(skb) + ctx.offset);
-	tuple.src_v4.s_addr	= iph->saddr;
-	tuple.dst_v4.s_addr	= iph->daddr;
-	tuple.l3proto		= AF_INET;
-	tuple.l4proto		= iph->protocol;
-	tuple.iifidx		= state->in->ifindex;
-	rx->order = nfb_order_key(rx->order, tuple.l4proto, tuple.src_port,
-				  tuple.dst_port);
-	rx->scope = NFB_ORDER_FLOW;
-	if (rx->layers)
-		nfb_tuple_encap(skb, &tuple);
-	if (unlikely(ctx.tun_rx)) {
-		/* The outer header, still in front of the inner one. */
-		iph = (struct iphdr *)(skb_network_header(skb) + rx->offset);
-		nfb_tuple_set_tun4(&tuple, iph->saddr, iph->daddr);
-		iph = (struct iphdr *)(skb_network_header(skb) + ctx.offset);
-	}
+	iph = nfb_tuple4(&ctx, &tuple, skb, state, rx);
 
 	ret = nfb_ctx_lookup(&ctx, &tuple, skb);
 	if (ret == NFB_GO_ON)
@@ -1237,28 +1288,70 @@ again:
 	if (ret != NFB_GO_ON)
 		return ret;
 
-	nfb_ctx_take(&ctx, skb, sizeof(*iph));
-	iph = ip_hdr(skb);
-	nfb_nat_ip(ctx.flow, skb, ctx.thoff, ctx.dir, iph);
-	ip_decrease_ttl(iph);
-	nfb_ctx_account(&ctx, skb);
+	return nfb_ipv4_take(&ctx, skb, state);
+}
 
-	if (unlikely(ctx.tun_tx) &&
-	    nfb_ipip_push(state->net, skb, ctx.other, ctx.dst)) {
-		dst_release(ctx.dst);
+/*
+ * The lookup tuple of an IPv6 packet whose headers are pulled, as
+ * nfb_tuple4(); the caller adds a tunnel's outer addresses. Returns the
+ * (inner) IPv6 header.
+ */
+static __always_inline struct ipv6hdr *
+nfb_tuple6(struct nfb_ctx *ctx, struct flow_offload_tuple *tuple,
+	   struct sk_buff *skb, const struct nf_hook_state *state,
+	   struct nfb_rx *rx)
+{
+	struct flow_ports *ports;
+	struct ipv6hdr *ip6h;
+
+	nfb_tuple_init(tuple);
+	ports = (struct flow_ports *)(skb_network_header(skb) + ctx->thoff);
+	tuple->src_port		= ports->source;
+	tuple->dst_port		= ports->dest;
+	ip6h = (struct ipv6hdr *)(skb_network_header(skb) + ctx->offset);
+	tuple->src_v6		= ip6h->saddr;
+	tuple->dst_v6		= ip6h->daddr;
+	tuple->l3proto		= AF_INET6;
+	tuple->l4proto		= ip6h->nexthdr;
+	tuple->iifidx		= state->in->ifindex;
+	rx->order = nfb_order_key(rx->order, tuple->l4proto, tuple->src_port,
+				  tuple->dst_port);
+	rx->scope = NFB_ORDER_FLOW;
+	if (rx->layers)
+		nfb_tuple_encap(skb, tuple);
+	return ip6h;
+}
+
+/* The take of an IPv6 packet, as nfb_ipv4_take(). */
+static __always_inline int nfb_ipv6_take(struct nfb_ctx *ctx,
+					 struct sk_buff *skb,
+					 const struct nf_hook_state *state)
+{
+	const struct in6_addr *nexthop;
+	struct ipv6hdr *ip6h;
+
+	nfb_ctx_take(ctx, skb, sizeof(*ip6h));
+	ip6h = ipv6_hdr(skb);
+	nfb_nat_ipv6(ctx->flow, skb, ctx->dir, ip6h);
+	ip6h->hop_limit--;
+	nfb_ctx_account(ctx, skb);
+
+	if (unlikely(ctx->tun_tx) &&
+	    nfb_ip6ip6_push(state->net, skb, ctx->other)) {
+		dst_release(ctx->dst);
 		return NFB_DROPPED;
 	}
 
-	if (ctx.dst) {
-		nexthop = rt_nexthop((struct rtable *)ctx.dst,
-				     ctx.tun_tx ? nfb_tuple_tun_far4(ctx.other) :
-						  ctx.other->src_v4.s_addr);
-		nfb_ctx_prepare(&ctx, skb);
-		NFB_CB(skb)->nexthop.v4 = nexthop;
+	if (ctx->dst) {
+		nexthop = rt6_nexthop(dst_rt6_info(ctx->dst),
+				      ctx->tun_tx ? nfb_tuple_tun_far6(ctx->other) :
+						    &ctx->other->src_v6);
+		nfb_ctx_prepare(ctx, skb);
+		NFB_CB(skb)->nexthop.v6 = *nexthop;
 	} else {
-		nfb_ctx_prepare(&ctx, skb);
+		nfb_ctx_prepare(ctx, skb);
 	}
-	return nfb_ctx_taken(&ctx, skb);
+	return nfb_ctx_taken(ctx, skb);
 }
 
 static __always_inline int nfb_ipv6(struct nfb_net *nn,
@@ -1270,8 +1363,6 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	struct nfb_ctx ctx __uninitialized;
 	struct flow_offload_tuple tuple __uninitialized;
 	struct in6_addr tun_saddr, tun_daddr;
-	const struct in6_addr *nexthop;
-	struct flow_ports *ports;
 	struct ipv6hdr *ip6h;
 	int ret;
 
@@ -1327,21 +1418,7 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	if (!pskb_may_pull(skb, ctx.thoff + ctx.hdrsize))
 		return NFB_DECLINE_HEADER;
 
-	nfb_tuple_init(&tuple);
-	ports = (struct flow_ports *)(skb_network_header(skb) + ctx.thoff);
-	tuple.src_port		= ports->source;
-	tuple.dst_port		= ports->dest;
-	ip6h = (struct ipv6hdr *)(skb_network_header(skb) + ctx.offset);
-	tuple.src_v6		= ip6h->saddr;
-	tuple.dst_v6		= ip6h->daddr;
-	tuple.l3proto		= AF_INET6;
-	tuple.l4proto		= ip6h->nexthdr;
-	tuple.iifidx		= state->in->ifindex;
-	rx->order = nfb_order_key(rx->order, tuple.l4proto, tuple.src_port,
-				  tuple.dst_port);
-	rx->scope = NFB_ORDER_FLOW;
-	if (rx->layers)
-		nfb_tuple_encap(skb, &tuple);
+	ip6h = nfb_tuple6(&ctx, &tuple, skb, state, rx);
 	if (ctx.tun_rx)
 		nfb_tuple_set_tun6(&tuple, &tun_saddr, &tun_daddr);
 
@@ -1353,28 +1430,7 @@ static __always_inline int nfb_ipv6(struct nfb_net *nn,
 	if (ret != NFB_GO_ON)
 		return ret;
 
-	nfb_ctx_take(&ctx, skb, sizeof(*ip6h));
-	ip6h = ipv6_hdr(skb);
-	nfb_nat_ipv6(ctx.flow, skb, ctx.dir, ip6h);
-	ip6h->hop_limit--;
-	nfb_ctx_account(&ctx, skb);
-
-	if (unlikely(ctx.tun_tx) &&
-	    nfb_ip6ip6_push(state->net, skb, ctx.other)) {
-		dst_release(ctx.dst);
-		return NFB_DROPPED;
-	}
-
-	if (ctx.dst) {
-		nexthop = rt6_nexthop(dst_rt6_info(ctx.dst),
-				      ctx.tun_tx ? nfb_tuple_tun_far6(ctx.other) :
-						   &ctx.other->src_v6);
-		nfb_ctx_prepare(&ctx, skb);
-		NFB_CB(skb)->nexthop.v6 = *nexthop;
-	} else {
-		nfb_ctx_prepare(&ctx, skb);
-	}
-	return nfb_ctx_taken(&ctx, skb);
+	return nfb_ipv6_take(&ctx, skb, state);
 }
 
 /*

@@ -130,7 +130,7 @@ static int __init nf_flow_bulk_init(void)
 	if (err)
 		return err;
 
-	err = nfb_xmit_init();
+	err = nfb_queue_init();
 	if (err)
 		goto err_flowcache;
 
@@ -157,7 +157,7 @@ err_attach:
 err_pernet:
 	unregister_pernet_subsys(&nfb_net_ops);
 err_xmit:
-	nfb_xmit_fini();
+	nfb_queue_fini();
 err_flowcache:
 	nfb_flowcache_fini();
 	return err;
@@ -170,7 +170,7 @@ static void __exit nf_flow_bulk_exit(void)
 	nfb_attach_fini();
 	nfb_test_hold_release();
 	unregister_pernet_subsys(&nfb_net_ops);
-	nfb_xmit_fini();
+	nfb_queue_fini();
 	nfb_fthook_fini();
 	rcu_barrier();	/* kfree_rcu() of hooks */
 	nfb_flowcache_fini();

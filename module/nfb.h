@@ -198,7 +198,7 @@ struct nfb_hook {
  * slave_dev_queue_mapping there until their ndo_start_xmit() reads it
  * back. With the next hop in bytes 0..15 a bond output corrupted every
  * IPv6 next hop and every cached MAC address. A device with its own pick
- * is asked only once this is cleared (nfb_cb_clear(); xmit.c,
+ * is asked only once this is cleared (nfb_cb_clear(); txq.h,
  * nfb_pick_frame()), and no qdisc reads its data[] before enqueue.
  */
 struct nfb_cb {
@@ -266,7 +266,7 @@ enum nfb_order_scope {
  * part and read by nobody before the qdisc, while our part is in use:
  * nfb_sdqm_park() puts the bytes the packet came with there when the
  * packet is taken, and nfb_cb_clear() moves them back to their own place,
- * before the device's ndo_select_queue() is asked (xmit.c,
+ * before the device's ndo_select_queue() is asked (txq.h,
  * nfb_pick_frame()). A single-queue master gets no ndo_select_queue()
  * call, in the stock path as here, and reads the bytes the packet came
  * with.
@@ -395,12 +395,12 @@ struct flow_offload_tuple_rhash *nfb_flow_lookup(struct nf_flowtable *ft,
 int nfb_flowcache_init(void);
 void nfb_flowcache_fini(void);
 
-/* xmit.c */
+/* queue.c */
 void nfb_enqueue(struct sk_buff *skb);
 void nfb_flush_local(const struct nfb_net *nn, enum nfb_order_scope scope,
 		     u32 key);
-int nfb_xmit_init(void);
-void nfb_xmit_fini(void);
+int nfb_queue_init(void);
+void nfb_queue_fini(void);
 void nfb_wait_inflight(struct nfb_net *nn);
 void nfb_test_hold_release(void);
 

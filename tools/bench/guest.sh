@@ -116,7 +116,7 @@
 # fd00:2::3, a second address of east's e0: a mark set in west's prerouting
 # (nft table nfb_bench_nh) and a rule to a routing table of its own. The
 # flows take turns, so a drain on west holds packets of both next hops
-# interleaved, in two open bulks (module/xmit.c nfb_drain()). East, the
+# interleaved, in two open bulks (module/queue.c nfb_drain()). East, the
 # second router, keeps one next hop. Each point's JSON names it (nexthops).
 # --vary addr (IPv4, --encap none, at most 100 flows): the flows differ in
 # their source address (10.0.1.100 + f, source port 10000) instead of their
