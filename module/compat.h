@@ -181,7 +181,7 @@ static inline void nfb_qdisc_pkt_len_init(struct sk_buff *skb)
  * no header). There the module does the same: a NEIGH flow leaves on the
  * tuple's ifidx device, with the neighbour of its route's device, and
  * every flow gets the other direction's encap[] pushed per packet at
- * transmit (xmit.c, nfb_encap_push()). Elsewhere the route of a flow
+ * transmit (push.h, nfb_encap_push()). Elsewhere the route of a flow
  * leaving through a VLAN or PPP device points at that device, which
  * pushes; the module sends there and pushes nothing. The tunnel members
  * of the same release (ab427db17885) say nothing of the push: a kernel
@@ -210,7 +210,7 @@ nfb_neigh_out_dev(struct net *net, const struct flow_offload_tuple *tuple,
 
 /*
  * The module stands in for a PPP device only where the stock hook leaves
- * the PPPoE header to it (xmit.c, nfb_ppp_session()); the call changed in
+ * the PPPoE header to it (standin.h, nfb_ppp_session()); the call changed in
  * 7.x (a context, references to release).
  */
 static inline int nfb_fill_forward_path(const struct net_device *dev,
