@@ -583,36 +583,38 @@ def main_tables(plain_rows, encap_rows, where, nboots, ratios):
     return md, rst_text
 
 
+def table_section(lines, md_intro, rst_caption):
+    """A table's section: its markdown under @md_intro and its rst under
+    @rst_caption, (markdown, rst); empty without a table."""
+    if not lines:
+        return "", ""
+    md = "\n" + md_intro + ":\n\n" + "\n".join(lines) + "\n"
+    return md, "\n" + rst_table(lines, rst_caption)
+
+
 def peers_section(peer_lines, where):
     """The peer table's section: (markdown, rst), empty without one."""
-    if not peer_lines:
-        return "", ""
-    md = ("\nThe module against every stock receive mode and XDP forwarding (whole "
-          "path, instructions per packet; GRO list: fraglist GRO, udpfwd: UDP GRO "
-          "forwarding, at the routers' receive; xdp: xdp_fwd on the routers' receive "
-          "devices):\n\n" + "\n".join(peer_lines) + "\n")
-    rst_text = "\n" + rst_table(
-        peer_lines, f"The module against every stock receive mode ({where}): whole "
+    return table_section(
+        peer_lines, "The module against every stock receive mode and XDP forwarding "
+        "(whole path, instructions per packet; GRO list: fraglist GRO, udpfwd: UDP GRO "
+        "forwarding, at the routers' receive; xdp: xdp_fwd on the routers' receive "
+        "devices)",
+        f"The module against every stock receive mode ({where}): whole "
         "path, generator to sink, guest instructions per packet (medians); router "
         "CPU per router, for the least costly mode of each side, over the GRO-off "
         "drop-west")
-    return md, rst_text
 
 
 def events_section(table, where):
     """The events table's section (guest.sh --events): (markdown, rst),
     empty without one."""
-    event_lines = events_table(table)
-    if not event_lines:
-        return "", ""
-    md = ("\nWhat an instruction count cannot see (guest.sh --events): kernel "
-          "function calls in softirq context per forwarded packet and router, "
-          "(config - drop at west) / 2 as router CPU, one generator run after the "
-          "measured ones:\n\n" + "\n".join(event_lines) + "\n")
-    rst_text = "\n" + rst_table(
-        event_lines, f"Kernel function calls in softirq context per forwarded packet "
+    return table_section(
+        events_table(table), "What an instruction count cannot see (guest.sh --events): "
+        "kernel function calls in softirq context per forwarded packet and router, "
+        "(config - drop at west) / 2 as router CPU, one generator run after the "
+        "measured ones",
+        f"Kernel function calls in softirq context per forwarded packet "
         f"and router ({where}; guest.sh --events)")
-    return md, rst_text
 
 
 def misforwarded_note(points):
