@@ -728,6 +728,37 @@ static __always_inline int nfb_ctx_taken(struct nfb_ctx *ctx,
 	return NFB_TAKEN;
 }
 
+/* A lookup tuple cleared, with the packet's ports (either family). */
+static __always_inline void nfb_tuple_ports(const struct nfb_ctx *ctx,
+					    struct flow_offload_tuple *tuple,
+					    const struct sk_buff *skb)
+{
+	const struct flow_ports *ports;
+
+	nfb_tuple_init(tuple);
+	ports = (const struct flow_ports *)(skb_network_header(skb) + ctx->thoff);
+	tuple->src_port		= ports->source;
+	tuple->dst_port		= ports->dest;
+}
+
+/*
+ * What the packet came in through, in the tuple (the input device, the
+ * encapsulation), once its addresses and protocol are there; and its full
+ * order key (either family).
+ */
+static __always_inline void nfb_tuple_rx(struct flow_offload_tuple *tuple,
+					 const struct sk_buff *skb,
+					 const struct nf_hook_state *state,
+					 struct nfb_rx *rx)
+{
+	tuple->iifidx		= state->in->ifindex;
+	rx->order = nfb_order_key(rx->order, tuple->l4proto, tuple->src_port,
+				  tuple->dst_port);
+	rx->scope = NFB_ORDER_FLOW;
+	if (rx->layers)
+		nfb_tuple_encap(skb, tuple);
+}
+
 /*
  * The lookup tuple of an IPv4 packet whose headers are pulled (ports, then
  * addresses, then what the packet came in through: encapsulation, tunnel),
@@ -738,24 +769,15 @@ nfb_tuple4(struct nfb_ctx *ctx, struct flow_offload_tuple *tuple,
 	   struct sk_buff *skb, const struct nf_hook_state *state,
 	   struct nfb_rx *rx)
 {
-	struct flow_ports *ports;
 	struct iphdr *iph;
 
-	nfb_tuple_init(tuple);
-	ports = (struct flow_ports *)(skb_network_header(skb) + ctx->thoff);
-	tuple->src_port		= ports->source;
-	tuple->dst_port		= ports->dest;
+	nfb_tuple_ports(ctx, tuple, skb);
 	iph = (struct iphdr *)(skb_network_header(skb) + ctx->offset);
 	tuple->src_v4.s_addr	= iph->saddr;
 	tuple->dst_v4.s_addr	= iph->daddr;
 	tuple->l3proto		= AF_INET;
 	tuple->l4proto		= iph->protocol;
-	tuple->iifidx		= state->in->ifindex;
-	rx->order = nfb_order_key(rx->order, tuple->l4proto, tuple->src_port,
-				  tuple->dst_port);
-	rx->scope = NFB_ORDER_FLOW;
-	if (rx->layers)
-		nfb_tuple_encap(skb, tuple);
+	nfb_tuple_rx(tuple, skb, state, rx);
 	if (unlikely(ctx->tun_rx)) {
 		/* The outer header, still in front of the inner one. */
 		iph = (struct iphdr *)(skb_network_header(skb) + rx->offset);
@@ -892,24 +914,15 @@ nfb_tuple6(struct nfb_ctx *ctx, struct flow_offload_tuple *tuple,
 	   struct sk_buff *skb, const struct nf_hook_state *state,
 	   struct nfb_rx *rx)
 {
-	struct flow_ports *ports;
 	struct ipv6hdr *ip6h;
 
-	nfb_tuple_init(tuple);
-	ports = (struct flow_ports *)(skb_network_header(skb) + ctx->thoff);
-	tuple->src_port		= ports->source;
-	tuple->dst_port		= ports->dest;
+	nfb_tuple_ports(ctx, tuple, skb);
 	ip6h = (struct ipv6hdr *)(skb_network_header(skb) + ctx->offset);
 	tuple->src_v6		= ip6h->saddr;
 	tuple->dst_v6		= ip6h->daddr;
 	tuple->l3proto		= AF_INET6;
 	tuple->l4proto		= ip6h->nexthdr;
-	tuple->iifidx		= state->in->ifindex;
-	rx->order = nfb_order_key(rx->order, tuple->l4proto, tuple->src_port,
-				  tuple->dst_port);
-	rx->scope = NFB_ORDER_FLOW;
-	if (rx->layers)
-		nfb_tuple_encap(skb, tuple);
+	nfb_tuple_rx(tuple, skb, state, rx);
 	return ip6h;
 }
 
