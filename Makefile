@@ -22,13 +22,13 @@
 #                        from Documentation/perf/*.json (tools/bench/figures)
 #   make bench-module    the benchmark's generator and sink (nfb_bench.ko)
 #   make bench-setup     flow set-up: 5,000 new flows per second, stock and
-#                        the module (tools/bench/setup.sh)
+#                        the module (tools/bench/icount/setup.sh)
 #   make bench-tcp       iperf3 TCP through both routers under icount: direct,
-#                        plain, stock and the module (tools/bench/tcp.sh)
+#                        plain, stock and the module (tools/bench/icount/tcp.sh)
 #   make bench-hosts     sunset - west - east - sunrise on four guests, or on
 #                        the real hosts of INVENTORY=file (tools/bench/hosts)
 #   make bench-rtnl      RTNL held by the module's rescans while 100 namespaces
-#                        churn their hooks (tools/bench/rtnl.py; RTNL_OPTS)
+#                        churn their hooks (tools/bench/icount/rtnl.py; RTNL_OPTS)
 #   make setup           install what the build, tests and demo need (apt-get)
 #   make install         module into /lib/modules/KVER/updates (depmod), tool,
 #                        man page, completion, examples under PREFIX, and
@@ -104,7 +104,7 @@ bench-module:
 	$(MAKE) -C $(KDIR) M=$(KBUILD_OUT)/bench W=1 -j$(JOBS) modules
 
 # The benchmark's XDP peer (tools/bench/xdp): BPF objects that
-# tools/bench/guest.sh attaches with ip link (xdpdrv obj ... sec xdp).
+# tools/bench/icount/guest.sh attaches with ip link (xdpdrv obj ... sec xdp).
 BPF_CFLAGS := -O2 -g -Wall -Wextra -Werror -target bpf \
 	-I/usr/include/$(shell gcc -dumpmachine)
 bench-xdp:
@@ -283,10 +283,10 @@ figures:
 bench-setup:
 	tools/bench/run --setup
 
-# TCP under icount (tools/bench/tcp.sh), one boot; TCP_OPTS: its options.
+# TCP under icount (tools/bench/icount/tcp.sh), one boot; TCP_OPTS: its options.
 TCP_OPTS ?=
 bench-tcp: all
-	tools/vm/run --kernel $(KVER) --icount --timeout 2400 -- tools/bench/tcp.sh $(TCP_OPTS)
+	tools/vm/run --kernel $(KVER) --icount --timeout 2400 -- tools/bench/icount/tcp.sh $(TCP_OPTS)
 
 # The four-host benchmark (tools/bench/hosts): four guests by default, or
 # the real hosts of INVENTORY=file over ssh. HOSTS_OPTS: more options
@@ -297,14 +297,14 @@ bench-hosts: all bench-xdp
 	tools/setup
 	tools/bench/hosts $(if $(INVENTORY),--inventory $(INVENTORY)) $(HOSTS_OPTS)
 
-# RTNL hold time of the module's rescans (tools/bench/rtnl.py), one icount
+# RTNL hold time of the module's rescans (tools/bench/icount/rtnl.py), one icount
 # guest: 100 namespaces x 4 attachments, then 10 x max_attachments (64).
 RTNL_OPTS ?=
 bench-rtnl: all
 	tools/vm/run --kernel $(KVER) --icount --nics 0 --timeout 1800 -- \
-		tools/bench/rtnl.py --ns 100 --attachments 4 $(RTNL_OPTS)
+		tools/bench/icount/rtnl.py --ns 100 --attachments 4 $(RTNL_OPTS)
 	tools/vm/run --kernel $(KVER) --icount --nics 0 --timeout 1800 -- \
-		tools/bench/rtnl.py --ns 10 --attachments 64 $(RTNL_OPTS)
+		tools/bench/icount/rtnl.py --ns 10 --attachments 64 $(RTNL_OPTS)
 
 setup:
 	tools/setup

@@ -31,7 +31,7 @@
  * page fragment with XDP_PACKET_HEADROOM (256) in front of it
  * (veth_convert_skb_to_xdp_buff()); a NIC's XDP never copies.
  *
- * Flow set-up (tools/bench/setup.sh): with churn=1 the flows of each round
+ * Flow set-up (tools/bench/icount/setup.sh): with churn=1 the flows of each round
  * move up by one, so that every round brings one new flow and retires the
  * oldest: flow f of round r goes out as flow r + f (source port sport + r
  * + f), each flow gets one packet per round for as many rounds as there

@@ -5,7 +5,7 @@
 # names, then one row per CPU, in hex. Plain bash, no other process than
 # the cat (a poll of busywait does not start Python: about half a second
 # under TCG), and nothing else of the library: tools/bench/hosts copies this
-# file beside hosts-node.sh to hosts that have no repository.
+# file beside four-hosts/node.sh to hosts that have no repository.
 
 # nfb_proc_sums NS: one "column sum" line per column, in the file's order,
 # each summed over the CPU rows, of namespace NS ("": the current one).

@@ -4,7 +4,7 @@
 # Programs of the unstable chroot that tools/newkernel makes (xdp-tools'
 # xdp-forward, whose flowtable mode bookworm's 1.3 lacks), run on a host or
 # guest whose root is bookworm's: the chroot's programs need its own
-# libraries. Sourced by tools/bench/guest.sh and tools/bench/hosts-node.sh.
+# libraries. Sourced by tools/bench/icount/guest.sh and tools/bench/four-hosts/node.sh.
 
 sid_root=${NFB_NEWKERNEL_ROOT:-/var/lib/nf-flow-bulk}/sid
 

@@ -11,7 +11,7 @@
 # west and east are routers; the generator sends from sunset to sunrise.
 # Links are veth pairs, or the virtio-net pairs of tools/vm/run --nics 3
 # (pair 0: sunset-west, 1: west-east, 2: east-sunrise) for the NIC-driver path.
-# Sourced by tools/bench/guest.sh (and the other bench guest scripts) and
+# Sourced by tools/bench/icount/guest.sh (and the other bench guest scripts) and
 # by selftests/nfb_gro_list.sh.
 #
 # The west - east link may carry an encapsulation (topo_create's second
@@ -35,7 +35,7 @@
 #          resolves the tunnel to w1 / e0 and pops and pushes itself.
 # TOPO_EGRESS_TXQ=N (veth only, default 1): the links west - east and
 # east - sunrise get N transmit and receive queues, so that the routers'
-# egress devices (w1, e1) can carry mq (tools/bench/guest.sh --qdisc mq).
+# egress devices (w1, e1) can carry mq (tools/bench/icount/guest.sh --qdisc mq).
 # The flowtables stay on the real devices (w0 w1, e0 e1): the stock
 # flowtable resolves a route through w1.100 or pppw to w1 with the VLAN or
 # PPPoE encapsulation (dev_fill_forward_path), as selftests/nfb_encap.sh and

@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """Aggregate the benchmark's raw points (JSON lines, one file per boot).
 
-  tools/bench/report.py OUTDIR [--wall WALL.jsonl] RAW.jsonl...
+  tools/bench/icount/report.py OUTDIR [--wall WALL.jsonl] RAW.jsonl...
 
 Writes OUTDIR/results.json, OUTDIR/results.md and OUTDIR/plot.dat (for
-tools/bench/plot.gp), and prints the markdown table.
+tools/bench/icount/plot.gp), and prints the markdown table.
 
 Per point the figure is the median of instructions per packet over every
 run of every boot (3 boots x 3 runs) under icount; the spread is
@@ -42,13 +42,13 @@ its points in results.json and its plot bars are what they were without
 them. An encapsulated point also shows the fraction of the packets the
 module took (taken / (2 routers x received)).
 
-WALL.jsonl (tools/bench/wall.sh, a guest without icount) adds a table of
+WALL.jsonl (tools/bench/icount/wall.sh, a guest without icount) adds a table of
 packets per second and iperf3 TCP goodput: wall-clock figures that depend
 on the host, reported beside the icount ones, never mixed with them.
 
-  tools/bench/report.py --from-json RESULTS.json OUTDIR [--readme README.md]
+  tools/bench/icount/report.py --from-json RESULTS.json OUTDIR [--readme README.md]
                         [--plot PLOT.dat]
-  tools/bench/report.py --from-json --summary RESULTS.json
+  tools/bench/icount/report.py --from-json --summary RESULTS.json
 
 The --summary form prints the demo's side-by-side (stock / module: router
 CPU, whole path, delivery) of a run.
@@ -768,7 +768,7 @@ def replace_block(path, name, lines):
 
 
 def write_plot(table, path):
-    """tools/bench/plot.gp's data: router CPU of plain, stock and bulk."""
+    """tools/bench/icount/plot.gp's data: router CPU of plain, stock and bulk."""
     with open(path, "w", encoding="utf-8") as f:
         f.write("# label plain stock bulk (router CPU, instructions per packet)\n")
         for r in table:
@@ -840,7 +840,7 @@ def main():
         sys.exit(__doc__)
     outdir, paths = args[0], args[1:]
     runs, meta = load(paths)
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     meta = dict(meta, boots=len(paths),
                 date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
                 module_commit=module_commit(repo),

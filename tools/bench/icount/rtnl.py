@@ -3,7 +3,7 @@
 """How long the module's rescans hold RTNL while many namespaces churn.
 
 Run inside a guest (make bench-rtnl, or tools/vm/run --icount --
-tools/bench/rtnl.py). Issue 22's attack, as a container's root could run
+tools/bench/icount/rtnl.py). Issue 22's attack, as a container's root could run
 it: in each of --ns namespaces, --attachments flowtables on one veth
 device are attached (flowbulk -f, hook early_ingress), then deleted, so the
 module's hooks stay and decline; --dummies more devices each carry a
@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TRACING = "/sys/kernel/tracing"
 CLONE_NEWNET = 0x40000000
 TRACED = "nfb_rescan_all"

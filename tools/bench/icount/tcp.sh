@@ -7,7 +7,7 @@
 # so that the routers forward TCP GSO skbs as they come off veth. Prints
 # one JSON object per run on stdout, then one summary per configuration.
 #
-#   tools/bench/tcp.sh [--configs "direct plain stock bulk"] [--reps N]
+#   tools/bench/icount/tcp.sh [--configs "direct plain stock bulk"] [--reps N]
 #                      [--bytes N] [--small N] [--wall SECONDS]
 #
 # Configurations:
@@ -40,11 +40,11 @@
 # data phase's length by iperf3's clock (data_ns): a run that idled far
 # longer than that waited for a timer outside the data phase.
 # --wall SECONDS: no icount figures; iperf3 -t SECONDS goodput instead,
-# stock and bulk alternating --reps times, as tools/bench/wall.sh measures
+# stock and bulk alternating --reps times, as tools/bench/icount/wall.sh measures
 # it (in a boot without -icount).
 set -eu
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$repo"
 # shellcheck source=tools/testing/lib/topology.sh
 source tools/testing/lib/topology.sh
@@ -228,7 +228,7 @@ run() {
 	echo "$line" >>"$runs"
 }
 
-# goodput CONFIG: iperf3 -t $wall, as tools/bench/wall.sh measures it.
+# goodput CONFIG: iperf3 -t $wall, as tools/bench/icount/wall.sh measures it.
 goodput() {
 	local out bps
 	out=$(in_ns "$NS_SUNSET" iperf3 -c "$TOPO_DST4" -p 5201 -t "$wall" -J)

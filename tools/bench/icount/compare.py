@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Compare two benchmark runs (the repeatability check of make bench).
 
-  tools/bench/compare.py A/results.json B/results.json [--limit PCT]
+  tools/bench/icount/compare.py A/results.json B/results.json [--limit PCT]
 
 For every point measured in both runs (link, GRO, qdisc, flows, family,
 encapsulation of the west - east link, configuration) prints the two medians of instructions per packet and their

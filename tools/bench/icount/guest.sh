@@ -4,7 +4,7 @@
 # One boot's worth of benchmark points, run inside the guest (tools/bench/run
 # boots it with --icount). Prints one JSON object per point on stdout.
 #
-#   tools/bench/guest.sh [--links "veth virtio"] [--gro "on off list udpfwd"]
+#   tools/bench/icount/guest.sh [--links "veth virtio"] [--gro "on off list udpfwd"]
 #                        [--flows "1 10"] [--train "1 4 32"]
 #                        [--qdisc "default noqueue fq_codel mq"]
 #                        [--encap "none vlan pppoe ipip"]
@@ -138,7 +138,7 @@
 # stats, warm-up included).
 set -eu
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$repo"
 # shellcheck source=tools/testing/lib/topology.sh
 source tools/testing/lib/topology.sh
@@ -727,7 +727,7 @@ point_counters_after() {
 # point_runs: the measured runs (measure_rep); sets status when the
 # generator fails.
 point_runs() {
-	# $reps runs; tools/bench/report.py takes the median of every
+	# $reps runs; tools/bench/icount/report.py takes the median of every
 	# run of every boot (virtio-net batching moves both ways).
 	local rep
 	for ((rep = 0; rep < reps; rep++)); do

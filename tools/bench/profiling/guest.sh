@@ -7,20 +7,20 @@
 # Under icount the cpu-clock counts instructions, so the samples are an
 # instruction profile (perf's own sampling costs a little, alike for all).
 #
-#   tools/bench/profile-guest.sh CONFIG [FLOWS] [GRO] [ENCAP]
+#   tools/bench/profiling/guest.sh CONFIG [FLOWS] [GRO] [ENCAP]
 #
 # ENCAP: none (default), vlan or pppoe on the west - east link
 # (tools/testing/lib/topology.sh).
 set -eu
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$repo"
 # shellcheck source=tools/testing/lib/topology.sh
 source tools/testing/lib/topology.sh
 # shellcheck source=tools/testing/lib/nfb.sh
 source tools/testing/lib/nfb.sh
 
-config=${1:?usage: profile-guest.sh stock|bulk [FLOWS] [GRO] [ENCAP]}
+config=${1:?usage: guest.sh stock|bulk [FLOWS] [GRO] [ENCAP]}
 flows=${2:-10}
 gro=${3:-on}
 encap=${4:-none}

@@ -3,9 +3,9 @@
 #
 # Flow set-up on the benchmark topology (issue 24): new flows arriving at a
 # steady rate, the stock flowtable against the module. Run inside a guest
-# (tools/bench/run --setup, or tools/vm/run --icount -- tools/bench/setup.sh).
+# (tools/bench/run --setup, or tools/vm/run --icount -- tools/bench/icount/setup.sh).
 #
-#   tools/bench/setup.sh [--rate N] [--active N] [--count N] [--reps N]
+#   tools/bench/icount/setup.sh [--rate N] [--active N] [--count N] [--reps N]
 #                        [--configs "stock bulk"] [--gro on|off]
 #
 # The generator (nfb_bench.ko churn=1) sends rounds of --active packets, one
@@ -24,7 +24,7 @@
 # subtracted. A JSON line per configuration, with every run's figures.
 set -eu
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$repo"
 # shellcheck source=tools/testing/lib/topology.sh
 source tools/testing/lib/topology.sh

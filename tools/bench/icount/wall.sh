@@ -8,10 +8,10 @@
 # They depend on the host and on TCG; the icount figures are the reference.
 # Prints one JSON object per point on stdout.
 #
-#   tools/bench/wall.sh [--flows "1 10"] [--count N] [--reps N] [--seconds S]
+#   tools/bench/icount/wall.sh [--flows "1 10"] [--count N] [--reps N] [--seconds S]
 set -eu
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$repo"
 # shellcheck source=tools/testing/lib/topology.sh
 source tools/testing/lib/topology.sh

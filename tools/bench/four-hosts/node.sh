@@ -4,15 +4,15 @@
 # The four-host benchmark's agent on each host (tools/bench/hosts copies it,
 # with what it uses, to /tmp/nfb-bench on every host and runs it over ssh):
 #
-#   hosts-node.sh check
-#   hosts-node.sh prepare QUEUES IFACE=ADDRESS/PREFIX...
-#   hosts-node.sh route PREFIX VIA
-#   hosts-node.sh mode MODE RX TX        (routers)
-#   hosts-node.sh offloaded              (routers: flows in the flowtable)
-#   hosts-node.sh snap RX TX             (routers: one line of counters)
-#   hosts-node.sh sink IFACE | sink-count   (sunrise)
-#   hosts-node.sh gen IFACE DMAC SRC DST_MIN DST_MAX FLOWS TRAIN COUNT LEN RATE BURST
-#   hosts-node.sh cleanup IFACE...
+#   node.sh check
+#   node.sh prepare QUEUES IFACE=ADDRESS/PREFIX...
+#   node.sh route PREFIX VIA
+#   node.sh mode MODE RX TX        (routers)
+#   node.sh offloaded              (routers: flows in the flowtable)
+#   node.sh snap RX TX             (routers: one line of counters)
+#   node.sh sink IFACE | sink-count   (sunrise)
+#   node.sh gen IFACE DMAC SRC DST_MIN DST_MAX FLOWS TRAIN COUNT LEN RATE BURST
+#   node.sh cleanup IFACE...
 #
 # Everything it installs lives in /tmp/nfb-bench (the module, flowbulk, the
 # XDP objects): nothing is written to the host's system directories, and
@@ -23,11 +23,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 # The test library's /proc reader, copied here by tools/bench/hosts (in
 # the repository it is in tools/testing/lib).
 proc_lib=$here/proc.sh
-[ -f "$proc_lib" ] || proc_lib=$here/../testing/lib/proc.sh
+[ -f "$proc_lib" ] || proc_lib=$here/../../testing/lib/proc.sh
 # shellcheck source=tools/testing/lib/proc.sh
 source "$proc_lib"
 sid_lib=$here/sid.sh
-[ -f "$sid_lib" ] || sid_lib=$here/../testing/lib/sid.sh
+[ -f "$sid_lib" ] || sid_lib=$here/../../testing/lib/sid.sh
 # shellcheck source=tools/testing/lib/sid.sh
 source "$sid_lib"
 module=nf_flow_bulk

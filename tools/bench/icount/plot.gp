@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-# gnuplot -e "dat='build/bench/plot.dat'; out='build/bench/results.png'" tools/bench/plot.gp
+# gnuplot -e "dat='build/bench/plot.dat'; out='build/bench/results.png'" tools/bench/icount/plot.gp
 set terminal pngcairo size 1200,600 font ",10"
 set output out
 set title "Router CPU per packet and per router (guest instructions, QEMU icount; lower is better)"

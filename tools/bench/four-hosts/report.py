@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """The four-host benchmark's figures (tools/bench/hosts writes raw.jsonl).
 
-  tools/bench/hosts-report.py OUTDIR [--smoke=1]
-  tools/bench/hosts-report.py --from-json RESULTS.json OUTDIR
+  tools/bench/four-hosts/report.py OUTDIR [--smoke=1]
+  tools/bench/four-hosts/report.py --from-json RESULTS.json OUTDIR
 
 A router's CPU time is all its CPU does for a forwarded packet (receive,
 forwarding, transmit): the headline figure as it is. The summary table
@@ -11,7 +11,7 @@ gives, per point, the mean of the two routers with the module on both (the
 RFC's configuration) against the stock flowtable, and XDP beside them.
 
 Per point and router: CPU time per forwarded packet, from the router's own
-/proc/uptime and /proc/stat (hosts-node.sh snap): the time its CPUs were not
+/proc/uptime and /proc/stat (four-hosts/node.sh snap): the time its CPUs were not
 idle, less the rate at which they are busy forwarding nothing (the quiet
 intervals at the start and the end of the run), divided by the packets its
 send device transmitted. /proc/stat counts in 1/100 s: a point must keep a
@@ -33,11 +33,13 @@ import subprocess
 import sys
 import time
 
-# The run's module commit is read as report.py reads it.
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The run's module commit is read as the icount harness's report.py reads
+# it: its folder goes first in the path, before this script's own, whose
+# report.py is this file.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "icount"))
 from report import module_commit  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 TICK_NS = 10_000_000  # USER_HZ = 100
 FIELDS = ["up", "cpus", "idle", "softirq", "rx", "tx", "taken", "bulks"]
@@ -172,7 +174,7 @@ def read_raw(out):
     base = [r for r in rows if r["type"] == "baseline"]
     points = [r for r in rows if r["type"] == "point"]
     if not points:
-        sys.exit("hosts-report: no points in raw.jsonl")
+        sys.exit("four-hosts/report.py: no points in raw.jsonl")
     return base, points
 
 
@@ -271,7 +273,7 @@ def write_chart(meta, results, out, unit):
     try:
         subprocess.run(["gnuplot", "-e", plot], check=True, capture_output=True)
     except (OSError, subprocess.CalledProcessError) as e:
-        print(f"hosts-report: no chart: {e}", file=sys.stderr)
+        print(f"four-hosts/report.py: no chart: {e}", file=sys.stderr)
 
 
 def smoke_checks(results):
@@ -294,10 +296,10 @@ def smoke_checks(results):
         if not r["west"] or not r["east"]:
             failed.append(f"{name}: no cost measured")
     for f_ in failed:
-        print(f"hosts-report: FAIL: {f_}", file=sys.stderr)
+        print(f"four-hosts/report.py: FAIL: {f_}", file=sys.stderr)
     if failed:
         sys.exit(1)
-    print(f"hosts-report: smoke checks passed ({len(results)} points)")
+    print(f"four-hosts/report.py: smoke checks passed ({len(results)} points)")
 
 
 def main():

@@ -4,7 +4,7 @@
 # One of the four hosts of the four-guest benchmark (tools/bench/hosts),
 # run in the guest by tools/vm/run:
 #
-#   tools/bench/hosts-guest.sh ROLE DIR
+#   tools/bench/four-hosts/guest.sh ROLE DIR
 #
 # Makes the guest a host like any other: its name, the user-mode NIC
 # (tools/vm/run --ssh-port) at 10.254.254.15, and an OpenSSH server (the host's
@@ -17,7 +17,7 @@ set -eu
 
 role=${1:?role}
 dir=${2:?directory}
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 
 cleanup() {
 	[ ! -s /run/sshd.pid ] || kill "$(cat /run/sshd.pid)" 2>/dev/null || true
