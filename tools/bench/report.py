@@ -46,8 +46,8 @@ WALL.jsonl (tools/bench/wall.sh, a guest without icount) adds a table of
 packets per second and iperf3 TCP goodput: wall-clock figures that depend
 on the host, reported beside the icount ones, never mixed with them.
 
-  tools/bench/report.py --from-json RESULTS.json OUTDIR [--readme README.md]
-                        [--plot PLOT.dat]
+  tools/bench/report.py --from-json RESULTS.json OUTDIR [--readme README.md
+                        [--hosts HOSTS.json]] [--plot PLOT.dat]
   tools/bench/report.py --from-json --summary RESULTS.json
 
 The --summary form prints the demo's side-by-side (stock / module: router
@@ -55,10 +55,11 @@ CPU, whole path, delivery) of a run.
 
 Writes OUTDIR/NAME.md and OUTDIR/NAME.rst (NAME: RESULTS.json's base name)
 again from a results.json this script wrote (Documentation/perf/*.json),
-and with --readme replaces the block between README's "figures:NAME"
-markers with the status table of that run. tools/bench/figures runs it for
-every published run; tools/check-figures checks that nothing was edited by
-hand.
+and with --readme replaces the block between README's "figures:status"
+markers with the status table of that run (readme_block), with a row of the
+four-host run of HOSTS.json (tools/bench/hosts-report.py's results.json).
+tools/bench/figures runs it for every published run; tools/check-figures
+checks that nothing was edited by hand.
 """
 import datetime
 import json
@@ -729,32 +730,93 @@ def events_table(table):
 README_FLOWS = (1, 10, 100, 10000)
 
 
-def readme_block(table, meta):
-    """README's status table: router CPU and whole path, stock / module,
-    GRO on at both (Debian's default) and GRO off at both (stock's best
-    correct mode), veth, round-robin flows."""
+def readme_cell(peer, module, key):
+    """A status-table cell: the peer's KEY / the module's, or why not."""
+    if not peer or not module:
+        return "not run"
+    for v in (peer, module):
+        if v.get("status") not in ("ok", None):
+            return v["status"]
+        if not v.get("delivered"):
+            return "not delivered"
+    if peer.get("xdp_redirected_share", 1) < XDP_REDIRECTED_SHARE:
+        return "not forwarded by XDP"
+    if key not in peer or key not in module:
+        return "—"
+    return f"{peer[key]:.0f} / {module[key]:.0f} = {peer[key] / module[key]:.2f}x"
+
+
+def hosts_cells(hosts):
+    """The status table's four-host row (Documentation/perf/hosts.json):
+    router CPU, the mean of the two routers, stock / the module on both;
+    a point not fully delivered (hosts-report.py's notes) has no figure."""
+    by = {(p["mode"], p["flows"]): p for p in hosts["points"] if p["train"] == 1}
+    cells = []
+    for flows in README_FLOWS:
+        st, bk = by.get(("stock", flows)), by.get(("bulk", flows))
+        if not st or not bk:
+            cells.append("not run")
+        elif min(st["delivered_min"], bk["delivered_min"]) < 0.999:
+            cells.append("not all delivered")
+        else:
+            cells.append(f"{st['router']} / {bk['router']} = {st['router'] / bk['router']:.2f}x")
+    return cells
+
+
+def hosts_provenance(hosts):
+    """The four-host run's caption: date, module, kernel, repetitions, the
+    flow counts it has that the status table's columns do not."""
+    meta = hosts["meta"]
+    reps = min(len(p[r]["runs"]) for p in hosts["points"] for r in ("west", "east")
+               if p.get(r))
+    other = sorted({p["flows"] for p in hosts["points"]} - set(README_FLOWS))
+    parts = [meta.get("date"), f"module {meta['module_commit']}" if meta.get("module_commit")
+             else None, f"kernel {meta['kernel']}", f"{reps} repetitions a point"]
+    text = ", ".join(p for p in parts if p)
+    if other:
+        text += "; " + " and ".join(f"{f:,}" for f in other) + " flows in hosts.md"
+    return text
+
+
+def readme_block(table, meta, hosts=None):
+    """README's status table: one row a comparison, the peer's figure over
+    the module's (above 1.00x the module costs less), one column a flow
+    count: router CPU and whole path against the stock flowtable with GRO
+    on at both (Debian's default) and GRO off at both (stock's least costly
+    mode that forwards every packet right), veth, round-robin flows; the
+    XDP flowtable peer (xdp-ft) with GRO off at both (XDP forwards before
+    GRO: GRO on only adds the sink's receive work, and what XDP passes on):
+    path per router, as XDP's hops are not the stack's; and, from HOSTS (the four-host run's
+    results.json), stock against the module on both routers."""
     by = {}
     for r in table:
         if (r["encap"] == "none" and r["link"].startswith("veth") and r["qdisc"] == "noqueue"
                 and r["family"] == 4 and r["train"] == 1 and r["gro"] in ("on", "off")):
             by[(r["gro"], r["flows"])] = r["s"]
-    out = [f"Instructions per packet, stock flowtable / module ({provenance(meta)}, "
-           "QEMU -icount, 128-byte UDP over veth in bursts of 32, every packet delivered):",
-           "",
-           "| flows | router CPU, GRO on | whole path, GRO on | router CPU, GRO off "
-           "| whole path, GRO off |",
-           "| --- | --- | --- | --- | --- |"]
-    for flows in README_FLOWS:
-        cells = [f"{flows:,}"]
-        for gro in ("on", "off"):
-            s = by.get((gro, flows), {})
-            st, bk = s.get("stock", {}), s.get("bulk", {})
-            for key in ("router_cpu", "median"):
-                if key in st and key in bk and st.get("delivered") and bk.get("delivered"):
-                    cells.append(f"{st[key]:.0f} / {bk[key]:.0f} = {st[key] / bk[key]:.2f}x")
-                else:
-                    cells.append("—")
-        out.append("| " + " | ".join(cells) + " |")
+    rows = []
+    for gro in ("on", "off"):
+        for key, what in (("router_cpu", "router CPU"), ("median", "whole path")):
+            rows.append([f"{what}, stock / module, GRO {gro}"] + [
+                readme_cell(by.get((gro, f), {}).get("stock"),
+                            by.get((gro, f), {}).get("bulk"), key) for f in README_FLOWS])
+    if has_config(table, "xdp-ft"):
+        rows.append(["path per router, xdp-ft / module, GRO off"] + [
+            readme_cell(by.get(("off", f), {}).get("xdp-ft"),
+                        by.get(("off", f), {}).get("bulk"), "path_per_router")
+            for f in README_FLOWS])
+    if hosts:
+        rows.append(["four hosts: router CPU, stock / module on both routers"]
+                    + hosts_cells(hosts))
+    out = [f"Instructions per packet, peer / module: above 1.00x the module costs less. "
+           f"veth: the peers run ({provenance(meta)}; QEMU -icount, 128-byte UDP in "
+           "bursts of 32, round-robin flows)."]
+    if hosts:
+        out[0] += (" Four hosts: four QEMU guests, virtio-net "
+                   f"({hosts_provenance(hosts)}).")
+    out += ["", "| peer / module | " + " | ".join(
+        f"{f:,} flow{'s' if f > 1 else ''}" for f in README_FLOWS) + " |",
+        "| --- |" + " --- |" * len(README_FLOWS)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
 
 
@@ -837,7 +899,7 @@ def module_commit(repo):
 
 
 def from_json(args):
-    opts = {"--readme": None, "--plot": None, "--summary": None}
+    opts = {"--readme": None, "--plot": None, "--summary": None, "--hosts": None}
     for opt in opts:
         if opt in args:
             i = args.index(opt)
@@ -863,7 +925,11 @@ def from_json(args):
     with open(os.path.join(outdir, f"{name}.rst"), "w", encoding="utf-8") as f:
         f.write(rst_text)
     if readme:
-        replace_block(readme, name, readme_block(table, res["meta"]))
+        hosts = None
+        if opts["--hosts"]:
+            with open(opts["--hosts"], encoding="utf-8") as f:
+                hosts = json.load(f)
+        replace_block(readme, "status", readme_block(table, res["meta"], hosts))
     if plot:
         write_plot(table, plot)
 
