@@ -46,8 +46,8 @@ WALL.jsonl (tools/bench/icount/wall.sh, a guest without icount) adds a table of
 packets per second and iperf3 TCP goodput: wall-clock figures that depend
 on the host, reported beside the icount ones, never mixed with them.
 
-  tools/bench/icount/report.py --from-json RESULTS.json OUTDIR [--readme README.md]
-                        [--plot PLOT.dat]
+  tools/bench/icount/report.py --from-json RESULTS.json OUTDIR [--readme README.md
+                        [--hosts HOSTS.json]] [--plot PLOT.dat]
   tools/bench/icount/report.py --from-json --summary RESULTS.json
 
 The --summary form prints the demo's side-by-side (stock / module: router
@@ -55,10 +55,11 @@ CPU, whole path, delivery) of a run.
 
 Writes OUTDIR/NAME.md and OUTDIR/NAME.rst (NAME: RESULTS.json's base name)
 again from a results.json this script wrote (Documentation/perf/*.json),
-and with --readme replaces the block between README's "figures:NAME"
-markers with the status table of that run. tools/bench/figures runs it for
-every published run; tools/check-figures checks that nothing was edited by
-hand.
+and with --readme replaces the block between README's "figures:status"
+markers with the status table of that run (readme_block), with a row of the
+four-host run of HOSTS.json (tools/bench/four-hosts/report.py's results.json).
+tools/bench/figures runs it for every published run; tools/check-figures
+checks that nothing was edited by hand.
 """
 import datetime
 import json
@@ -70,8 +71,8 @@ from collections import defaultdict
 
 FORWARDING = ["plain", "stock", "bulk", "xdp"]
 # XDP forwarders: their hops are not the stack's. xdp-ft (xdp-forward in
-# flowtable mode, guest.sh) is summarised in results.json's points, not in
-# the tables.
+# flowtable mode, guest.sh; Linux 6.10 and later) has its columns in a run's
+# tables only when the run has a point of it that ran (not unavailable).
 XDP = ("xdp", "xdp-ft")
 # A group is (link, gro, qdisc, flows, family, encap, train); a key adds
 # the config.
@@ -90,11 +91,18 @@ MERGING = ("list", "udpfwd")
 PEERS = [("stock", "on"), ("stock", "off"), ("stock", "list"), ("stock", "udpfwd"),
          ("bulk", "on"), ("bulk", "off"), ("bulk", "list"), ("bulk", "udpfwd"),
          ("xdp", "on"), ("xdp", "off")]
+# The same for a run with xdp-ft points (has_config).
+PEERS_FT = [("xdp-ft", "on"), ("xdp-ft", "off")]
 # XDP forwarding (guest.sh config xdp) counts as forwarded by XDP when the
 # routers' IP stacks forwarded at most this share of the packets (the rest
 # went through XDP_PASS: no neighbour yet, or a packet the program leaves
 # to the stack).
 XDP_STACK_SHARE = 0.01
+# xdp-ft passes what it does not forward to the stock flowtable, which no
+# stack counter shows: its point counts as XDP's when the routers' receive
+# devices redirected at least this share of two frames per packet
+# (xdp_redirected, veth's counters; guest.sh warns below it too).
+XDP_REDIRECTED_SHARE = 0.99
 # The encapsulation table's order (then link, GRO, qdisc, family, flows).
 ENCAPS = ["none", "vlan", "pppoe", "pppoe-direct"]
 
@@ -164,6 +172,13 @@ def summarise(samples, least=False):
               if s.get("stack_forwarded") is not None and s.get("received")]
     if shares:
         out["stack_share"] = max(shares)
+    # Frames the routers' receive devices redirected from XDP, per packet
+    # and router (guest.sh xdp_redirected; veth only).
+    redirected = [s["xdp_redirected"] / (2 * s["received"]) for s in samples
+                  if s["config"] in XDP and s.get("xdp_redirected") is not None
+                  and s.get("received") and s["link"] == "veth"]
+    if redirected:
+        out["xdp_redirected_share"] = min(redirected)
     for k in ("offloaded_west", "offloaded_east", "bulk_mean", "kicks_per_packet"):
         vals = [s[k] for s in samples if s.get(k) is not None]
         if vals:
@@ -355,15 +370,26 @@ def provenance(meta):
     return ", ".join(parts)
 
 
-def table_head(encap):
+def has_config(rows, config):
+    """Whether ROWS (table rows) have a point of CONFIG that ran: xdp-ft's
+    columns are only in the tables of a run whose kernel has it."""
+    return any(r["s"].get(config, {}).get("status") not in (None, "unavailable")
+               for r in rows)
+
+
+def table_head(encap, ft=False):
     """The columns of a run's table; ENCAP: the encapsulation table's (an
-    encap column after IP, the module's share before bulk size)."""
+    encap column after IP, the module's share before bulk size); FT: with
+    xdp-ft's (whole path, path per router) beside xdp's."""
     head = ["link", "GRO", "egress qdisc", "flows", "train", "IP"]
     head += ["encap"] if encap else []
-    head += ["gen alone", "drop at west", "plain", "stock", "bulk", "xdp",
-             "router CPU: plain", "router CPU: stock", "router CPU: bulk",
+    head += ["gen alone", "drop at west", "plain", "stock", "bulk", "xdp"]
+    head += ["xdp-ft"] if ft else []
+    head += ["router CPU: plain", "router CPU: stock", "router CPU: bulk",
              "router CPU: stock / bulk", "whole path: stock / bulk",
-             "path per router: bulk", "path per router: xdp", "saved per router",
+             "path per router: bulk", "path per router: xdp"]
+    head += ["path per router: xdp-ft"] if ft else []
+    head += ["saved per router",
              "forwarding only: stock", "forwarding only: bulk",
              "forwarding only: stock / bulk",
              "kicks/pkt stock", "kicks/pkt bulk"]
@@ -375,20 +401,22 @@ def table_head(encap):
 def render_table(rows, encap, ratios):
     """The markdown lines of a table of ROWS (table_head); each row's
     stock / bulk ratios are appended to RATIOS."""
-    head = table_head(encap)
+    ft = has_config(rows, "xdp-ft")
+    head = table_head(encap, ft)
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += [render_row(r, encap, ratios) for r in rows]
+    out += [render_row(r, encap, ratios, ft) for r in rows]
     return out
 
 
-def render_row(r, encap, ratios):
-    """The markdown line of one row of render_table."""
+def render_row(r, encap, ratios, ft=False):
+    """The markdown line of one row of render_table (FT: table_head's)."""
     s = r["s"]
+    xdps = XDP if ft else XDP[:1]
     cells = [r["link"], r["gro"], r["qdisc"], str(r["flows"]), str(r["train"]),
              f"v{r['family']}"]
     if encap:
         cells.append(r["encap"])
-    for c in ["gen-alone", "drop-west"] + FORWARDING:
+    for c in ["gen-alone", "drop-west"] + FORWARDING + list(xdps[1:]):
         cells.append(fmt(s.get(c), "median"))
     for c in ("plain", "stock", "bulk"):
         cells.append(fmt(s.get(c), "router_cpu"))
@@ -396,7 +424,7 @@ def render_row(r, encap, ratios):
     text, cpu = ratio_cell(st, bk, "router_cpu")
     cells.append(text)
     cells.append(ratio_cell(st, bk, "median")[0])
-    for c in ("bulk", "xdp"):
+    for c in ("bulk",) + xdps:
         cells.append(fmt(s.get(c), "path_per_router"))
     if "median" in st and "median" in bk:
         cells.append(f"{(st['median'] - bk['median']) / 2:.0f}")
@@ -449,42 +477,46 @@ def peer_points(rows):
             drop = r["s"].get("drop-west", {}).get("median")
             if base and drop:
                 off_drop[k] = (base, drop)
-        for c in ("stock", "bulk", "xdp"):
+        for c in ("stock", "bulk") + XDP:
             v = r["s"].get(c)
             if v and v.get("delivered") and "median" in v:
                 if c == "xdp" and v.get("stack_share", 1) > XDP_STACK_SHARE:
+                    continue
+                if c in XDP and v.get("xdp_redirected_share", 1) < XDP_REDIRECTED_SHARE:
                     continue
                 by[k][(c, r["gro"])] = v
     return by, off_drop
 
 
-def peer_head():
-    """The peer table's columns."""
+def peer_head(ft=False):
+    """The peer table's columns (FT: with xdp-ft's beside xdp's)."""
     head = ["link", "egress qdisc", "IP", "flows", "train"]
-    head += [f"{c}, GRO {g}" for c, g in PEERS]
+    head += [f"{c}, GRO {g}" for c, g in PEERS + (PEERS_FT if ft else [])]
     head += ["best stock", "best module", "whole path: best stock / best module",
              "router CPU: best stock", "router CPU: best module",
              "router CPU: stock / module",
              "path per router: best module", "path per router: best XDP",
              "path: module / XDP"]
+    head += ["path per router: best xdp-ft", "path: module / xdp-ft"] if ft else []
     return head
 
 
 def peer_best(modes):
-    """Per side (stock, bulk, xdp), its least costly mode of MODES:
+    """Per side (stock, bulk, xdp, xdp-ft), its least costly mode of MODES:
     (whole path, GRO, point), or None."""
     best = {}
-    for side in ("stock", "bulk", "xdp"):
+    for side in ("stock", "bulk") + XDP:
         cand = [(v["median"], g, v) for (c, g), v in modes.items() if c == side]
         best[side] = min(cand, key=lambda t: t[0]) if cand else None
     return best
 
 
-def peer_row(k, modes, off_drop):
+def peer_row(k, modes, off_drop, ft=False):
     """One row of the peer table: (markdown line, results.json entry or
-    None). MODES: the row's points by (config, GRO) (peer_points)."""
+    None). MODES: the row's points by (config, GRO) (peer_points); FT:
+    peer_head's."""
     cells = [k[0], k[1], f"v{k[2]}", str(k[3]), str(k[4])]
-    for p in PEERS:
+    for p in PEERS + (PEERS_FT if ft else []):
         v = modes.get(p)
         cells.append("—" if v is None else fmt(v, "median"))
     best = peer_best(modes)
@@ -507,18 +539,20 @@ def peer_row(k, modes, off_drop):
     # frame is received without an skb), so subtracting the
     # stack's receive from it would credit XDP's cheaper receive
     # to its router.
-    xd = best["xdp"]
     paths = {}
     if k in off_drop:
-        for side, b in (("bulk", bk), ("xdp", xd)):
-            if b is not None:
-                paths[side] = path_cost(b[0], off_drop[k][0])
+        for side in ("bulk",) + XDP:
+            if best[side] is not None:
+                paths[side] = path_cost(best[side][0], off_drop[k][0])
     for side in ("bulk", "xdp"):
         cells.append(f"{paths[side]:.0f}" if side in paths else "—")
-    if paths.get("xdp", 0) > 0 and "bulk" in paths:
-        cells.append(f"{paths['bulk'] / paths['xdp']:.2f}x")
-    else:
-        cells.append("—")
+    for side in XDP if ft else XDP[:1]:
+        if side != "xdp":
+            cells.append(f"{paths[side]:.0f}" if side in paths else "—")
+        if paths.get(side, 0) > 0 and "bulk" in paths:
+            cells.append(f"{paths['bulk'] / paths[side]:.2f}x")
+        else:
+            cells.append("—")
     js = peer_json(k, best, routers, paths) if st and bk else None
     return "| " + " | ".join(cells) + " |", js
 
@@ -526,6 +560,10 @@ def peer_row(k, modes, off_drop):
 def peer_json(k, best, routers, paths):
     """results.json's entry of a peer row (peer_row) with both sides."""
     st, bk, xd = best["stock"], best["bulk"], best["xdp"]
+    ft = best["xdp-ft"]
+    extra = {} if ft is None else dict(best_xdp_ft=dict(
+        gro=ft[1], whole_path=ft[0], path_per_router=paths.get("xdp-ft"),
+        misforwarded=ft[2].get("misforwarded")))
     return dict(link=k[0], qdisc=k[1], family=k[2], flows=k[3], train=k[4],
                 best_stock=dict(gro=st[1], whole_path=st[0],
                                 router_cpu=routers.get("stock"),
@@ -538,7 +576,7 @@ def peer_json(k, best, routers, paths):
                 best_xdp=None if xd is None else dict(
                     gro=xd[1], whole_path=xd[0],
                     path_per_router=paths.get("xdp"),
-                    misforwarded=xd[2].get("misforwarded")))
+                    misforwarded=xd[2].get("misforwarded")), **extra)
 
 
 def peers(rows):
@@ -551,11 +589,12 @@ def peers(rows):
     by, off_drop = peer_points(rows)
     if not any(k[1] in MERGING for cells in by.values() for k in cells):
         return [], []
-    head = peer_head()
+    ft = has_config(rows, "xdp-ft")
+    head = peer_head(ft)
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     js = []
     for k in sorted(by):
-        line, entry = peer_row(k, by[k], off_drop)
+        line, entry = peer_row(k, by[k], off_drop, ft)
         out.append(line)
         if entry is not None:
             js.append(entry)
@@ -594,11 +633,13 @@ def table_section(lines, md_intro, rst_caption):
 
 def peers_section(peer_lines, where):
     """The peer table's section: (markdown, rst), empty without one."""
+    ft = "; xdp-ft: xdp-forward in flowtable mode beside the stock flowtable" \
+        if peer_lines and "xdp-ft" in peer_lines[0] else ""
     return table_section(
         peer_lines, "The module against every stock receive mode and XDP forwarding "
         "(whole path, instructions per packet; GRO list: fraglist GRO, udpfwd: UDP GRO "
         "forwarding, at the routers' receive; xdp: xdp_fwd on the routers' receive "
-        "devices)",
+        f"devices{ft})",
         f"The module against every stock receive mode ({where}): whole "
         "path, generator to sink, guest instructions per packet (medians); router "
         "CPU per router, for the least costly mode of each side, over the GRO-off "
@@ -689,32 +730,93 @@ def events_table(table):
 README_FLOWS = (1, 10, 100, 10000)
 
 
-def readme_block(table, meta):
-    """README's status table: router CPU and whole path, stock / module,
-    GRO on at both (Debian's default) and GRO off at both (stock's best
-    correct mode), veth, round-robin flows."""
+def readme_cell(peer, module, key):
+    """A status-table cell: the peer's KEY / the module's, or why not."""
+    if not peer or not module:
+        return "not run"
+    for v in (peer, module):
+        if v.get("status") not in ("ok", None):
+            return v["status"]
+        if not v.get("delivered"):
+            return "not delivered"
+    if peer.get("xdp_redirected_share", 1) < XDP_REDIRECTED_SHARE:
+        return "not forwarded by XDP"
+    if key not in peer or key not in module:
+        return "—"
+    return f"{peer[key]:.0f} / {module[key]:.0f} = {peer[key] / module[key]:.2f}x"
+
+
+def hosts_cells(hosts):
+    """The status table's four-host row (Documentation/perf/hosts.json):
+    router CPU, the mean of the two routers, stock / the module on both;
+    a point not fully delivered (four-hosts/report.py's notes) has no figure."""
+    by = {(p["mode"], p["flows"]): p for p in hosts["points"] if p["train"] == 1}
+    cells = []
+    for flows in README_FLOWS:
+        st, bk = by.get(("stock", flows)), by.get(("bulk", flows))
+        if not st or not bk:
+            cells.append("not run")
+        elif min(st["delivered_min"], bk["delivered_min"]) < 0.999:
+            cells.append("not all delivered")
+        else:
+            cells.append(f"{st['router']} / {bk['router']} = {st['router'] / bk['router']:.2f}x")
+    return cells
+
+
+def hosts_provenance(hosts):
+    """The four-host run's caption: date, module, kernel, repetitions, the
+    flow counts it has that the status table's columns do not."""
+    meta = hosts["meta"]
+    reps = min(len(p[r]["runs"]) for p in hosts["points"] for r in ("west", "east")
+               if p.get(r))
+    other = sorted({p["flows"] for p in hosts["points"]} - set(README_FLOWS))
+    parts = [meta.get("date"), f"module {meta['module_commit']}" if meta.get("module_commit")
+             else None, f"kernel {meta['kernel']}", f"{reps} repetitions a point"]
+    text = ", ".join(p for p in parts if p)
+    if other:
+        text += "; " + " and ".join(f"{f:,}" for f in other) + " flows in hosts.md"
+    return text
+
+
+def readme_block(table, meta, hosts=None):
+    """README's status table: one row a comparison, the peer's figure over
+    the module's (above 1.00x the module costs less), one column a flow
+    count: router CPU and whole path against the stock flowtable with GRO
+    on at both (Debian's default) and GRO off at both (stock's least costly
+    mode that forwards every packet right), veth, round-robin flows; the
+    XDP flowtable peer (xdp-ft) with GRO off at both (XDP forwards before
+    GRO: GRO on only adds the sink's receive work, and what XDP passes on):
+    path per router, as XDP's hops are not the stack's; and, from HOSTS (the four-host run's
+    results.json), stock against the module on both routers."""
     by = {}
     for r in table:
         if (r["encap"] == "none" and r["link"].startswith("veth") and r["qdisc"] == "noqueue"
                 and r["family"] == 4 and r["train"] == 1 and r["gro"] in ("on", "off")):
             by[(r["gro"], r["flows"])] = r["s"]
-    out = [f"Instructions per packet, stock flowtable / module ({provenance(meta)}, "
-           "QEMU -icount, 128-byte UDP over veth in bursts of 32, every packet delivered):",
-           "",
-           "| flows | router CPU, GRO on | whole path, GRO on | router CPU, GRO off "
-           "| whole path, GRO off |",
-           "| --- | --- | --- | --- | --- |"]
-    for flows in README_FLOWS:
-        cells = [f"{flows:,}"]
-        for gro in ("on", "off"):
-            s = by.get((gro, flows), {})
-            st, bk = s.get("stock", {}), s.get("bulk", {})
-            for key in ("router_cpu", "median"):
-                if key in st and key in bk and st.get("delivered") and bk.get("delivered"):
-                    cells.append(f"{st[key]:.0f} / {bk[key]:.0f} = {st[key] / bk[key]:.2f}x")
-                else:
-                    cells.append("—")
-        out.append("| " + " | ".join(cells) + " |")
+    rows = []
+    for gro in ("on", "off"):
+        for key, what in (("router_cpu", "router CPU"), ("median", "whole path")):
+            rows.append([f"{what}, stock / module, GRO {gro}"] + [
+                readme_cell(by.get((gro, f), {}).get("stock"),
+                            by.get((gro, f), {}).get("bulk"), key) for f in README_FLOWS])
+    if has_config(table, "xdp-ft"):
+        rows.append(["path per router, xdp-ft / module, GRO off"] + [
+            readme_cell(by.get(("off", f), {}).get("xdp-ft"),
+                        by.get(("off", f), {}).get("bulk"), "path_per_router")
+            for f in README_FLOWS])
+    if hosts:
+        rows.append(["four hosts: router CPU, stock / module on both routers"]
+                    + hosts_cells(hosts))
+    out = [f"Instructions per packet, peer / module: above 1.00x the module costs less. "
+           f"veth: the peers run ({provenance(meta)}; QEMU -icount, 128-byte UDP in "
+           "bursts of 32, round-robin flows)."]
+    if hosts:
+        out[0] += (" Four hosts: four QEMU guests, virtio-net "
+                   f"({hosts_provenance(hosts)}).")
+    out += ["", "| peer / module | " + " | ".join(
+        f"{f:,} flow{'s' if f > 1 else ''}" for f in README_FLOWS) + " |",
+        "| --- |" + " --- |" * len(README_FLOWS)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
 
 
@@ -797,7 +899,7 @@ def module_commit(repo):
 
 
 def from_json(args):
-    opts = {"--readme": None, "--plot": None, "--summary": None}
+    opts = {"--readme": None, "--plot": None, "--summary": None, "--hosts": None}
     for opt in opts:
         if opt in args:
             i = args.index(opt)
@@ -823,7 +925,11 @@ def from_json(args):
     with open(os.path.join(outdir, f"{name}.rst"), "w", encoding="utf-8") as f:
         f.write(rst_text)
     if readme:
-        replace_block(readme, name, readme_block(table, res["meta"]))
+        hosts = None
+        if opts["--hosts"]:
+            with open(opts["--hosts"], encoding="utf-8") as f:
+                hosts = json.load(f)
+        replace_block(readme, "status", readme_block(table, res["meta"], hosts))
     if plot:
         write_plot(table, plot)
 
