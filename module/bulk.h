@@ -17,7 +17,7 @@ struct nfb_bulk {
 	struct sk_buff		*tail;
 	struct net_device	*dev;
 	struct nfb_net		*nn;
-	u64			flows;		/* bloom of flow_hash & 63 */
+	u64			flows;		/* bloom, NFB_BULK_BLOOM() */
 	u32			serial;
 	bool			slotted;	/* its packets in the slots */
 	unsigned int		count;

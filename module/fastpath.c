@@ -87,14 +87,21 @@ static struct nf_flowtable *nfb_next_flowtable(const struct nfb_hook *h,
 /*
  * The order key (NFB_ORDER_ADDR_BITS in nfb.h): @addrs is the XOR of the
  * packet's addresses (nfb_order_addrs4/6()), the ports XORed too.
+ *
+ * The flow part is the product's top bits: a product's bit n depends only
+ * on the factor's bits 0..n, so its low bits would leave out the high bits
+ * of @all, and flows that differ only there (hosts whose addresses differ
+ * in the last byte, with the same ports) would all share the index
+ * NFB_ORDER_IDX() takes. The address part is the low bits, which the
+ * top bits' users leave alone. XORs keep the key symmetric.
  */
 static __always_inline u32 nfb_order_key(u32 addrs, u8 l4proto,
 					 __be16 sport, __be16 dport)
 {
 	u32 all = addrs ^ (__force u16)(sport ^ dport) ^ ((u32)l4proto << 16);
 
-	return hash_32(addrs, NFB_ORDER_ADDR_BITS) << NFB_ORDER_ADDR_SHIFT |
-	       hash_32(all, NFB_ORDER_ADDR_SHIFT);
+	return (__hash_32(all) & ~NFB_ORDER_ADDR_MASK) |
+	       hash_32(addrs, NFB_ORDER_ADDR_BITS);
 }
 
 static __always_inline u32 nfb_order_addrs4(const struct iphdr *iph)

@@ -235,20 +235,26 @@ struct nfb_cb {
  * of a tunnel), so that a packet the module declines, even one that
  * finds no flow, can be told apart from the queued packets of other
  * flows. Symmetric in source and destination: both directions of a flow
- * without NAT share it. The top NFB_ORDER_ADDR_BITS bits are a hash of
+ * without NAT share it. The low NFB_ORDER_ADDR_BITS bits are a hash of
  * the addresses alone, for the declines that come before the ports are
- * read (fragments, options); the low bits a hash of all of it.
+ * read (fragments, options); the bits above them are the top bits of a
+ * multiplicative hash of all of it, the ones every bit of the hashed word
+ * reaches. What indexes by part of the key (the filters of
+ * nfb_flush_local(), the drain's bloom and slots) takes its top bits,
+ * NFB_ORDER_IDX(): flows that differ only in their addresses' last bytes,
+ * with the same ports, spread there as flows that differ in a port do.
  */
 #define NFB_ORDER_ADDR_BITS	6
-#define NFB_ORDER_ADDR_SHIFT	(32 - NFB_ORDER_ADDR_BITS)
-#define NFB_ORDER_ADDR_MASK	(~0U << NFB_ORDER_ADDR_SHIFT)
+#define NFB_ORDER_ADDR_MASK	((1U << NFB_ORDER_ADDR_BITS) - 1)
 /* Bits of the per-CPU filter of the queued packets' full keys. */
 #define NFB_ORDER_FLOW_BITS	256
+/* An index of 2^@bits entries from the order key @key: its top bits. */
+#define NFB_ORDER_IDX(key, bits)	((u32)(key) >> (32 - (bits)))
 
 /* How much of a declined packet the hook could read (nfb_flush_local()). */
 enum nfb_order_scope {
 	NFB_ORDER_NS,		/* nothing: every queued packet of the netns */
-	NFB_ORDER_ADDR,		/* its addresses: the key's top bits */
+	NFB_ORDER_ADDR,		/* its addresses: the key's low bits */
 	NFB_ORDER_FLOW,		/* its flow: the whole key */
 };
 

@@ -31,9 +31,12 @@
 #define NFB_OPEN_BULKS	4
 /* Slots of the per-CPU table of which open bulk holds a flow (nfb_drain()). */
 #define NFB_FLOW_SLOTS	256
+#define NFB_FLOW_SLOT(key)	NFB_ORDER_IDX(key, ilog2(NFB_FLOW_SLOTS))
+/* A bulk's bloom bit of the flow with order key @key (struct nfb_bulk). */
+#define NFB_BULK_BLOOM(key)	(1ULL << NFB_ORDER_IDX(key, 6))
 
 /*
- * A flow's last packet in this drain, by the low bits of its order key:
+ * A flow's last packet in this drain, by the top bits of its order key:
  * the serial of the bulk it joined, even; odd once two keys of the drain
  * met in the slot (NFB_SLOT_SHARED).
  */
@@ -221,7 +224,7 @@ static bool nfb_slot_current(const struct nfb_cpu *c,
 static void nfb_slot_set(struct nfb_cpu *c, const struct nfb_bulk *b,
 			 u32 flow_hash)
 {
-	struct nfb_flow_slot *slot = &c->slots[flow_hash % NFB_FLOW_SLOTS];
+	struct nfb_flow_slot *slot = &c->slots[NFB_FLOW_SLOT(flow_hash)];
 
 	if (!nfb_slot_current(c, slot) || slot->flow_hash == flow_hash) {
 		if (!(slot->serial & NFB_SLOT_SHARED) ||
@@ -264,8 +267,8 @@ static bool nfb_flow_elsewhere(struct nfb_cpu *c, struct nfb_bulk *open,
 			       int nopen, const struct nfb_bulk *b,
 			       u32 flow_hash)
 {
-	const struct nfb_flow_slot *slot = &c->slots[flow_hash % NFB_FLOW_SLOTS];
-	u64 bit = 1ULL << (flow_hash & 63);
+	const struct nfb_flow_slot *slot = &c->slots[NFB_FLOW_SLOT(flow_hash)];
+	u64 bit = NFB_BULK_BLOOM(flow_hash);
 	int j;
 
 	for (j = 0; j < nopen; j++) {
@@ -294,8 +297,8 @@ static bool nfb_flow_elsewhere(struct nfb_cpu *c, struct nfb_bulk *open,
 static __always_inline void nfb_order_mark(unsigned long *flows, u64 *addrs,
 					   u32 key)
 {
-	__set_bit(key % NFB_ORDER_FLOW_BITS, flows);
-	*addrs |= 1ULL << (key >> NFB_ORDER_ADDR_SHIFT);
+	__set_bit(NFB_ORDER_IDX(key, ilog2(NFB_ORDER_FLOW_BITS)), flows);
+	*addrs |= 1ULL << (key & NFB_ORDER_ADDR_MASK);
 }
 
 static void nfb_order_clear(struct nfb_cpu *c)
@@ -415,7 +418,7 @@ static int nfb_drain(struct nfb_cpu *c, int budget,
 
 	while ((skb = __skb_dequeue(&todo))) {
 		const struct nfb_cb *cb = NFB_CB(skb);
-		u64 bit = 1ULL << (cb->flow_hash & 63);
+		u64 bit = NFB_BULK_BLOOM(cb->flow_hash);
 		u16 txq = nfb_txq_of(skb->dev, skb);
 		struct nfb_bulk *b = NULL;
 
@@ -525,7 +528,7 @@ out:
  *
  * Which packets: those of the declined packet's flow, as far as the hook
  * could read it (@scope, @key: the packet's order key, or with
- * NFB_ORDER_ADDR the hash of its addresses, not yet shifted), in its
+ * NFB_ORDER_ADDR the hash of its addresses, not yet reduced), in its
  * namespace @nn, where all of a flow's packets are taken. The queue holds
  * every flow and namespace of this CPU: a decline walks it only when the
  * filters say it may hold such a packet, and sends only those, so that
@@ -541,13 +544,12 @@ static bool nfb_order_may_queue(const struct nfb_cpu *c,
 	case NFB_ORDER_FLOW:
 		sel->key = key;
 		sel->mask = ~0U;
-		return test_bit(key % NFB_ORDER_FLOW_BITS, c->order_flows);
+		return test_bit(NFB_ORDER_IDX(key, ilog2(NFB_ORDER_FLOW_BITS)),
+				c->order_flows);
 	case NFB_ORDER_ADDR:
-		sel->key = hash_32(key, NFB_ORDER_ADDR_BITS) <<
-			   NFB_ORDER_ADDR_SHIFT;
+		sel->key = hash_32(key, NFB_ORDER_ADDR_BITS);
 		sel->mask = NFB_ORDER_ADDR_MASK;
-		return c->order_addrs & (1ULL << (sel->key >>
-						  NFB_ORDER_ADDR_SHIFT));
+		return c->order_addrs & (1ULL << sel->key);
 	default:
 		sel->key = 0;
 		sel->mask = 0;
