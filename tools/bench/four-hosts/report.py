@@ -11,13 +11,13 @@ gives, per point, the mean of the two routers with the module on both (the
 RFC's configuration) against the stock flowtable, and XDP beside them.
 
 Per point and router: CPU time per forwarded packet, from the router's own
-/proc/uptime and /proc/stat (four-hosts/node.sh snap): the time its CPUs were not
-idle, less the rate at which they are busy forwarding nothing (the quiet
-intervals at the start and the end of the run), divided by the packets its
-send device transmitted. /proc/stat counts in 1/100 s: a point must keep a
-router busy for seconds for that to be a small error (the spread of the
-repetitions shows it). In the guests (QEMU icount, one nanosecond per
-instruction while a vCPU runs) the time counts instructions.
+clock and idle accounting (four-hosts/node.sh snap: /proc/timer_list, in
+nanoseconds): the time its CPUs were not idle, less the rate at which they
+are busy forwarding nothing (the quiet intervals at the start and the end
+of the run), divided by the packets its send device transmitted. Runs whose
+raw.jsonl has no "clock": "ns" were read from /proc/uptime and /proc/stat,
+in 1/100 s. In the guests (QEMU icount, one nanosecond per instruction
+while a vCPU runs) the time counts instructions.
 
 Writes OUTDIR/results.json, results.md, results.rst and results.png (gnuplot), and
 prints the table. --from-json writes OUTDIR/NAME.md and NAME.rst again from a
@@ -41,7 +41,7 @@ from report import module_commit  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-TICK_NS = 10_000_000  # USER_HZ = 100
+TICK_NS = 10_000_000  # USER_HZ = 100: the unit of runs without "clock": "ns"
 FIELDS = ["up", "cpus", "idle", "softirq", "rx", "tx", "taken", "bulks"]
 MODE_ORDER = ["plain", "stock", "fraglist", "udpfwd", "bulk-west", "bulk-east", "bulk", "xdp",
               "xdp-ft"]
@@ -73,22 +73,28 @@ def busy_ticks(d):
 
 
 SUMMARY_CAPTION = ("Router CPU per forwarded packet, the mean of the two routers: "
-                   "the stock flowtable on both, nf_flow_bulk on both, XDP on both")
+                   "the stock flowtable on both, nf_flow_bulk on both, XDP on both (the kernel's "
+                   "xdp_fwd sample; xdp-forward in flowtable mode where run)")
 
 
 def summary_lines(meta, results, by, keys):
-    """The summary's markdown rows: stock and module on both routers, XDP."""
+    """The summary's markdown rows: stock and module on both routers, XDP and
+    the XDP flowtable peer."""
     unit = meta["unit"]
+    # The XDP flowtable peer's columns where the run has it.
+    ft = any(r["mode"] == "xdp-ft" for r in results)
     head = ["flows", "train", f"stock flowtable, {unit}", f"nf_flow_bulk on both, {unit}",
-            "stock / module", f"XDP (xdp_fwd), {unit}", "module / XDP", "repetitions",
-            "notes"]
+            "stock / module", f"XDP (xdp_fwd), {unit}", "module / XDP"]
+    if ft:
+        head += [f"XDP flowtable (xdp-forward), {unit}", "XDP flowtable / module"]
+    head += ["repetitions", "notes"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for flows, train in keys:
-        st, bk, xd = (by.get((m, flows, train)) for m in ("stock", "bulk", "xdp"))
+        st, bk, xd, xf = (by.get((m, flows, train)) for m in ("stock", "bulk", "xdp", "xdp-ft"))
         if not st or not bk or not st["router"] or not bk["router"]:
             continue
         notes = []
-        for name, r in (("stock", st), ("module", bk), ("XDP", xd)):
+        for name, r in (("stock", st), ("module", bk), ("XDP", xd), ("XDP flowtable", xf)):
             if r and r["delivered_min"] < 0.999:
                 notes.append(f"{name} delivered {r['delivered_min']:.1%}")
         if min(bk["taken_west"], bk["taken_east"]) < 0.99:
@@ -98,8 +104,11 @@ def summary_lines(meta, results, by, keys):
             str(flows), str(train), str(st["router"]), str(bk["router"]),
             f"{st['router'] / bk['router']:.2f}x",
             str(xd["router"]) if xd and xd["router"] else "-",
-            f"{bk['router'] / xd['router']:.2f}x" if xd and xd["router"] else "-", str(reps),
-            "; ".join(notes) or "-"]) + " |")
+            f"{bk['router'] / xd['router']:.2f}x" if xd and xd["router"] else "-"]
+            + ([str(xf["router"]) if xf and xf["router"] else "-",
+                f"{xf['router'] / bk['router']:.2f}x" if xf and xf["router"] else "-"]
+               if ft else [])
+            + [str(reps), "; ".join(notes) or "-"]) + " |")
     return lines
 
 
@@ -204,7 +213,7 @@ def group_points(points, quiet):
                                     "offloaded": p.get("offloaded", {})})
         for i, name in enumerate(["west", "east"]):
             d = delta(p["before"], p["after"], i)
-            busy = (busy_ticks(d) - quiet[i] * d["up"]) * TICK_NS
+            busy = (busy_ticks(d) - quiet[i] * d["up"]) * (1 if p.get("clock") == "ns" else TICK_NS)
             fwd = d["tx"]
             g[name].append(busy / fwd if fwd > 0 else None)
             g["taken"][i].append(d["taken"] / p["sent"])
