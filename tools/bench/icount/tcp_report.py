@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """The TCP figures of make bench-tcp (tools/bench/icount/tcp.sh).
 
-  tools/bench/icount/tcp_report.py OUTDIR LOG
+  tools/bench/icount/tcp_report.py OUTDIR LOG [--goodput CLOCK=LOG ...]
   tools/bench/icount/tcp_report.py --from-json TCP.json OUTDIR
 
 LOG is what make bench-tcp printed (tcp.sh's JSON lines among the build's
@@ -10,6 +10,13 @@ and the guest's output). Writes OUTDIR/tcp.json (the run: kernel, module
 commit, date, every transfer, the summaries), tcp.md and tcp.rst, and
 prints the table. --from-json writes OUTDIR/NAME.md and NAME.rst again from
 a JSON this script wrote (NAME: its base name; Documentation/perf/tcp.json).
+
+--goodput adds the goodput pairs of tcp.sh --wall runs (stock and bulk
+alternating) in another boot, CLOCK naming that boot: icount-sleep
+(tools/vm/run --icount-sleep, one vCPU: instructions while the vCPU runs,
+real time while it idles, so a delay the module adds shows and TCG's host
+cost per instruction does not), real-time-1 or real-time-2 (no icount,
+--smp 1 or 2: the host's time, TCG's cost per instruction included).
 
 Per configuration, over the repetitions: the guest's busy instructions
 (elapsed less idle) of the big transfer less the small one's, per MiB of
@@ -194,23 +201,89 @@ def verdict(res):
     return text
 
 
+CLOCKS = {
+    "icount-sleep": "one vCPU, guest time: icount with sleep=on (instructions while "
+                    "running, real time while idle)",
+    "real-time-1": "one vCPU, the host's time (TCG without icount)",
+    "real-time-2": "two vCPUs, the host's time (multi-threaded TCG without icount)",
+}
+
+
+def goodput_pairs(res):
+    """Per clock, the (stock, bulk) goodput pairs in the order they ran."""
+    out = []
+    for clock in dict.fromkeys(g["clock"] for g in res.get("goodput", [])):
+        runs = [g for g in res["goodput"] if g["clock"] == clock]
+        stock = [g for g in runs if g["config"] == "stock"]
+        bulk = [g for g in runs if g["config"] == "bulk"]
+        for i, (a, b) in enumerate(zip(stock, bulk), 1):
+            out.append((clock, i, a, b))
+    return out
+
+
+def goodput_table(res):
+    head = ["boot's clock", "pair", "seconds", "stock, Mbit/s", "nf_flow_bulk, Mbit/s",
+            "module / stock"]
+    body = [[CLOCKS.get(clock, clock), str(i), str(a["seconds"]),
+             f"{a['bits_per_second'] / 1e6:.0f}",
+             f"{b['bits_per_second'] / 1e6:.0f}",
+             f"{b['bits_per_second'] / a['bits_per_second']:.2f}x"]
+            for clock, i, a, b in goodput_pairs(res)]
+    return head, body
+
+
+def goodput_caption():
+    return ("iperf3 goodput, tcp.sh --wall SECONDS (one connection for SECONDS of the "
+            "boot's clock), stock and the module alternating, one boot per row group, "
+            "the same kernel and module.")
+
+
 def render_md(res):
     head, body = table(res)
     lines = [caption(res["meta"]), "", "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in body]
     lines += ["", verdict(res), ""]
+    if res.get("goodput"):
+        head, body = goodput_table(res)
+        lines += [goodput_caption(), "", "| " + " | ".join(head) + " |",
+                  "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(r) + " |" for r in body]
+        lines.append("")
     return "\n".join(lines)
+
+
+def rst_table(head, body):
+    lines = [".. list-table::", "   :header-rows: 1", ""]
+    for r in [head] + body:
+        lines.append("   * - " + r[0])
+        lines += [f"     - {c}" for c in r[1:]]
+    return lines
 
 
 def render_rst(res):
     head, body = table(res)
-    lines = [caption(res["meta"]), "", ".. list-table::", "   :header-rows: 1", ""]
-    for r in [head] + body:
-        lines.append("   * - " + r[0])
-        lines += [f"     - {c}" for c in r[1:]]
-    lines += ["", verdict(res), ""]
+    lines = [caption(res["meta"]), ""] + rst_table(head, body) + ["", verdict(res), ""]
+    if res.get("goodput"):
+        head, body = goodput_table(res)
+        lines += [goodput_caption(), ""] + rst_table(head, body) + [""]
     return "\n".join(lines)
+
+
+def parse_goodput(spec):
+    """CLOCK=LOG: the goodput lines of LOG, each marked with CLOCK."""
+    clock, _, path = spec.partition("=")
+    if clock not in CLOCKS or not path:
+        sys.exit(f"tcp_report.py: --goodput {spec}: CLOCK=LOG, CLOCK one of {', '.join(CLOCKS)}")
+    out = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            start = line.find('{"kind":"goodput"')
+            if start >= 0:
+                out.append(dict(json.loads(line[start:]), clock=clock))
+    if not out:
+        sys.exit(f"tcp_report.py: {path}: no goodput line in it")
+    return out
 
 
 def write(res, outdir, name):
@@ -227,6 +300,13 @@ def main():
             res = json.load(f)
         write(res, args[2], os.path.splitext(os.path.basename(args[1]))[0])
         return 0
+    goodput = []
+    while "--goodput" in args:
+        i = args.index("--goodput")
+        if i + 1 >= len(args):
+            sys.exit(__doc__)
+        goodput += parse_goodput(args[i + 1])
+        del args[i:i + 2]
     if len(args) != 2:
         sys.exit(__doc__)
     outdir, log = args
@@ -243,7 +323,8 @@ def main():
             "module_commit": module_commit(REPO), "reps": reps, "order": order,
             "small_mib": sizes[0] >> 20, "bytes_mib": sizes[-1] >> 20,
             "metric": "guest instructions, busy (elapsed less idle), QEMU -icount shift=0"}
-    res = {"schema": 1, "meta": meta, "runs": runs, "summaries": summaries, "module": module}
+    res = {"schema": 1, "meta": meta, "runs": runs, "summaries": summaries, "module": module,
+           "goodput": goodput}
     with open(os.path.join(outdir, "tcp.json"), "w", encoding="utf-8") as f:
         json.dump(res, f, indent=2)
         f.write("\n")
