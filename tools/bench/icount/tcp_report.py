@@ -234,8 +234,8 @@ def goodput_table(res):
 
 def goodput_caption():
     return ("iperf3 goodput, tcp.sh --wall SECONDS (one connection for SECONDS of the "
-            "boot's clock), stock and the module alternating, one boot per row group, "
-            "the same kernel and module.")
+            "boot's clock), stock and the module alternating, three pairs a boot, in the "
+            "order they ran; the same kernel and module.")
 
 
 def render_md(res):
