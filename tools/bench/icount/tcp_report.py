@@ -68,10 +68,12 @@ def parse_log(path):
 
 
 def stat(values):
-    """Median (the upper one of an even count, as tcp.sh's summary) and spread."""
+    """Median (the upper one of an even count, as tcp.sh's summary), extremes
+    and spread."""
     v = sorted(values)
     med = v[len(v) // 2]
-    return {"median": int(med), "spread": round((v[-1] - v[0]) / med, 3) if med else 0.0}
+    return {"median": int(med), "min": int(v[0]), "max": int(v[-1]),
+            "spread": round((v[-1] - v[0]) / med, 3) if med else 0.0}
 
 
 def summarize(runs):
@@ -104,20 +106,9 @@ def summarize(runs):
     return out
 
 
-def spread_range(stat):
-    """A summary statistic's range, (low, high), from its median and spread."""
-    half = stat["median"] * stat["spread"] / 2
-    return stat["median"] - half, stat["median"] + half
-
-
-def per_router_stat(summ, direct):
-    """(configuration - direct) / 2 per MiB, with the configuration's spread."""
-    if direct is None or summ["config"] == "direct":
-        return None
-    return (summ["per_mb"]["median"] - direct) / 2
-
-
 def rows(res):
+    """The summaries in CONFIG_ORDER, each with its per-router figure:
+    (configuration - direct) / 2 per MiB."""
     by_config = {s["config"]: s for s in res["summaries"]}
     direct = by_config.get("direct", {}).get("per_mb", {}).get("median")
     out = []
@@ -125,20 +116,10 @@ def rows(res):
         s = by_config.get(config)
         if not s:
             continue
-        router = per_router_stat(s, direct)
-        clean = (s["dropped"] == 0 and s["dev_drops"] == 0)
-        out.append({
-            "config": config,
-            "per_mb": s["per_mb"],
-            "per_segment": s["per_segment"],
-            "per_router_skb": s["per_router_skb"],
-            "segments_per_router_skb": s["segments_per_router_skb"],
-            "per_router_per_mb": None if router is None else int(router),
-            "repetitions": len(s["pairs"]),
-            "retrans": s["retrans"],
-            "taken": s["taken"],
-            "clean": clean,
-        })
+        router = None
+        if direct is not None and config != "direct":
+            router = int((s["per_mb"]["median"] - direct) / 2)
+        out.append(dict(s, per_router_per_mb=router, repetitions=len(s["pairs"])))
     return out
 
 
@@ -147,14 +128,13 @@ def ratio(res):
     by = {r["config"]: r for r in rows(res)}
     if "stock" not in by or "bulk" not in by or by["bulk"]["per_router_per_mb"] in (None, 0):
         return None
-    s_lo, s_hi = spread_range(by["stock"]["per_mb"])
-    b_lo, b_hi = spread_range(by["bulk"]["per_mb"])
+    st, bk = by["stock"]["per_mb"], by["bulk"]["per_mb"]
     return {"stock": by["stock"]["per_router_per_mb"], "bulk": by["bulk"]["per_router_per_mb"],
             "ratio": round(by["stock"]["per_router_per_mb"] / by["bulk"]["per_router_per_mb"], 2),
             "stock_whole": by["stock"]["per_mb"]["median"],
             "bulk_whole": by["bulk"]["per_mb"]["median"],
             "ratio_whole": round(by["stock"]["per_mb"]["median"] / by["bulk"]["per_mb"]["median"], 2),
-            "overlap": not (s_hi < b_lo or b_hi < s_lo)}
+            "overlap": not (st["max"] < bk["min"] or bk["max"] < st["min"])}
 
 
 def fmt_stat(stat):
