@@ -173,18 +173,21 @@ topology() {
 	done
 }
 
+# The layouts of sk_buff and net_device in the running kernel's BTF, read
+# once: pahole takes seconds under TCG, and the probes below are set up for
+# every master.
+btf_sk_buff=$(pahole -C sk_buff /sys/kernel/btf/vmlinux 2>/dev/null) || btf_sk_buff=
+btf_net_device=$(pahole -C net_device /sys/kernel/btf/vmlinux 2>/dev/null) || btf_net_device=
+
 # qm_probe on|off: a kprobe on __dev_queue_xmit() recording the device
 # name and skb->queue_mapping (offsets from the running kernel's BTF).
 qm_probe() {
 	if [ "$1" = on ]; then
 		local qm dev name
-		qm=$(pahole -C sk_buff /sys/kernel/btf/vmlinux 2>/dev/null |
-			sed -n 's|.*__u16 *queue_mapping; */\* *\([0-9]*\) .*|\1|p' | head -n 1)
-		dev=$(pahole -C sk_buff /sys/kernel/btf/vmlinux 2>/dev/null |
-			sed -n 's|.*struct net_device \* *dev; */\* *\([0-9]*\) .*|\1|p' | head -n 1)
+		qm=$(sed -n 's|.*__u16 *queue_mapping; */\* *\([0-9]*\) .*|\1|p' <<<"$btf_sk_buff" | head -n 1)
+		dev=$(sed -n 's|.*struct net_device \* *dev; */\* *\([0-9]*\) .*|\1|p' <<<"$btf_sk_buff" | head -n 1)
 		# Not at 0 since net_device's cacheline groups (6.8).
-		name=$(pahole -C net_device /sys/kernel/btf/vmlinux 2>/dev/null |
-			sed -n 's|.*char *name\[16\]; */\* *\([0-9]*\) .*|\1|p' | head -n 1)
+		name=$(sed -n 's|.*char *name\[16\]; */\* *\([0-9]*\) .*|\1|p' <<<"$btf_net_device" | head -n 1)
 		if [ -z "$qm" ] || [ -z "$dev" ] || [ -z "$name" ]; then
 			log_fail "no offsets of sk_buff.queue_mapping, sk_buff.dev, net_device.name in the kernel's BTF"
 			exit "$ksft_fail"
@@ -217,13 +220,12 @@ qm_top() {
 pick_probe() {
 	if [ "$1" = on ]; then
 		local bt data head mh tci name
-		bt=$(pahole -C sk_buff /sys/kernel/btf/vmlinux 2>/dev/null)
+		bt=$btf_sk_buff
 		data=$(sed -n 's|.*unsigned char \* *data; */\* *\([0-9]*\) .*|\1|p' <<<"$bt" | head -n 1)
 		head=$(sed -n 's|.*unsigned char \* *head; */\* *\([0-9]*\) .*|\1|p' <<<"$bt" | head -n 1)
 		mh=$(sed -n 's|.*__u16 *mac_header; */\* *\([0-9]*\) .*|\1|p' <<<"$bt" | head -n 1)
 		tci=$(sed -n 's|.*__u16 *vlan_tci; */\* *\([0-9]*\) .*|\1|p' <<<"$bt" | head -n 1)
-		name=$(pahole -C net_device /sys/kernel/btf/vmlinux 2>/dev/null |
-			sed -n 's|.*char *name\[16\]; */\* *\([0-9]*\) .*|\1|p' | head -n 1)
+		name=$(sed -n 's|.*char *name\[16\]; */\* *\([0-9]*\) .*|\1|p' <<<"$btf_net_device" | head -n 1)
 		if [ -z "$data" ] || [ -z "$head" ] || [ -z "$mh" ] || [ -z "$tci" ] || [ -z "$name" ]; then
 			log_fail "no offsets of sk_buff's data, head, mac_header, vlan_tci, net_device.name in the kernel's BTF"
 			exit "$ksft_fail"
