@@ -12,9 +12,11 @@
 FP_DIR=$NFB_LIB
 # shellcheck source=tools/testing/lib/proc.sh
 source "$NFB_LIB/proc.sh"
+# nfb_genl.py and the netlink spec it reads its numbers and names from,
+# for the tests that copy them (an unprivileged user's copy).
+# shellcheck disable=SC2034 # for those tests
 FP_GENL=("$FP_DIR/nfb_genl.py")
-# The netlink spec nfb_genl.py reads its numbers and names from.
-# shellcheck disable=SC2034 # for the tests that copy nfb_genl.py
+# shellcheck disable=SC2034 # for those tests
 FP_GENL_SPEC=$FP_DIR/../../../Documentation/netlink/nf_flow_bulk.yaml
 FP_TMP=
 
@@ -41,16 +43,15 @@ fp_unpriv_copy() {
 	echo "$d/${1##*/}"
 }
 
-# nfb_genl.py (this directory) in namespace $1. Without site (-S): it needs the standard
+# nfb_genl.py (this directory) in namespace $1, as a module: loaded from its
+# bytecode (nfb.sh, PYTHONPATH). Without site (-S): it needs the standard
 # library only, and site's path setup costs about 0.1 s per start under TCG.
 fp_genl() {
 	local ns=$1
 	shift
-	ip netns exec "$ns" python3 -S "${FP_GENL[@]}" "$@"
+	ip netns exec "$ns" python3 -S -m nfb_genl "$@"
 }
 
-# fp_stat NS EXPR: one number from 'nfb_genl.py stats' (a python expression
-# over t = the totals), e.g. fp_stat "$R" 't["packets"]'.
 # fp_kernel_pushes_encap: true on kernels (6.19 on) whose stock hook pushes
 # the egress VLAN / PPPoE header itself on the real device, and so does the
 # module there (it probes this at build time, FLOW_XMIT_REAL_DEV in
@@ -116,6 +117,8 @@ fp_stream() {
 	check "$name: $n datagrams arrived complete, intact, in order" fp_stream_verdict "$port" "$n"
 }
 
+# fp_stat NS EXPR: one number from 'nfb_genl.py stats' (a python expression
+# over t = the totals), e.g. fp_stat "$R" 't["packets"]'.
 fp_stat() {
 	ip netns exec "$1" python3 -S -c "
 import sys
