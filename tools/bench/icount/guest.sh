@@ -319,8 +319,9 @@ ethtool_sum() {
 	echo "$n"
 }
 
-# kicks: virtio TX kicks so far on the routers' egress devices.
-kicks() { ethtool_sum 'tx_queue_[0-9]+_kicks' w1 e1; }
+# kicks: virtio TX kicks so far on the routers' egress devices: ethtool -S
+# names them tx_queue_N_kicks up to 6.9, txN_kicks from 6.10 on.
+kicks() { ethtool_sum '(tx_queue_[0-9]+|tx[0-9]+)_kicks' w1 e1; }
 
 # nfb_stats: the packets and bulks columns of /proc/net/stat/nf_flow_bulk
 # (hex, one row per CPU), each summed over CPUs and over both routers:
