@@ -14,7 +14,7 @@
 #                        the newest line's set on the newest
 #   make check-series    .ci/run RUNS times (5), each in a new clone of HEAD
 #   make demo            the demo: VM, topology, traffic, side-by-side figures
-#   make bench           the full benchmark matrix
+#   make bench           the qdisc and encapsulation matrix, virtio-net, wall clock
 #   make bench-peers     the module against the stock alternatives (fraglist
 #                        GRO, UDP GRO forwarding, GRO off) and XDP, published
 #   make bench-xdp       the benchmark's XDP forwarder (BPF objects)
