@@ -57,7 +57,7 @@ source "$NFB_LIB/fastpath.sh"
 
 nfb_require_tool ip nft python3 teamnl taskset pahole jq
 
-PY=(-m nfb_encap)
+PY=("$NFB_LIB/nfb_encap.py")
 N=200
 TRACE=/sys/kernel/tracing
 

@@ -59,7 +59,7 @@ source "$NFB_LIB/fastpath.sh"
 
 nfb_require_tool ip nft python3 tcpdump jq tc
 
-PY=(-m nfb_encap)
+PY=("$NFB_LIB/nfb_encap.py")
 N=500
 # NFB_ENCAP_STREAMS=0: only the mixed, GSO and malformed parts (a quicker
 # run to watch a deliberately broken module fail); =standin: those and the

@@ -42,7 +42,7 @@ source "$NFB_LIB/ppp.sh"
 
 nfb_require_tool ip nft python3 tcpdump pppd conntrack
 
-PY=(-m nfb_encap)
+PY=("$NFB_LIB/nfb_encap.py")
 N=500
 # The IPv6 and VLAN cases send fewer: they add code paths, not volume.
 N_MORE=200

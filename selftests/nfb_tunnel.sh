@@ -64,7 +64,7 @@ source "$NFB_LIB/fastpath.sh"
 
 nfb_require_tool ip nft python3 tcpdump
 
-PY=(-m nfb_encap)
+PY=("$NFB_LIB/nfb_encap.py")
 N=500
 # NFB_TUNNEL_STREAMS=0: only the MTU and order key parts (a quicker run to
 # watch a deliberately broken module fail).

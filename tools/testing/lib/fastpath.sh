@@ -12,11 +12,9 @@
 FP_DIR=$NFB_LIB
 # shellcheck source=tools/testing/lib/proc.sh
 source "$NFB_LIB/proc.sh"
-# nfb_genl.py and the netlink spec it reads its numbers and names from,
-# for the tests that copy them (an unprivileged user's copy).
-# shellcheck disable=SC2034 # for those tests
 FP_GENL=("$FP_DIR/nfb_genl.py")
-# shellcheck disable=SC2034 # for those tests
+# The netlink spec nfb_genl.py reads its numbers and names from.
+# shellcheck disable=SC2034 # for the tests that copy nfb_genl.py
 FP_GENL_SPEC=$FP_DIR/../../../Documentation/netlink/nf_flow_bulk.yaml
 FP_TMP=
 
@@ -43,13 +41,12 @@ fp_unpriv_copy() {
 	echo "$d/${1##*/}"
 }
 
-# nfb_genl.py (this directory) in namespace $1, as a module: loaded from its
-# bytecode (nfb.sh, PYTHONPATH). Without site (-S): it needs the standard
+# nfb_genl.py (this directory) in namespace $1. Without site (-S): it needs the standard
 # library only, and site's path setup costs about 0.1 s per start under TCG.
 fp_genl() {
 	local ns=$1
 	shift
-	ip netns exec "$ns" python3 -S -m nfb_genl "$@"
+	ip netns exec "$ns" python3 -S "${FP_GENL[@]}" "$@"
 }
 
 # fp_kernel_pushes_encap: true on kernels (6.19 on) whose stock hook pushes
@@ -83,7 +80,7 @@ fp_kernel_flow_closing() {
 # the Python start-up it waited for).
 fp_stream_recv() {
 	rm -f "$FP_TMP/verdict.$3" "$FP_TMP/verdict.$3.ready"
-	ip netns exec "$1" python3 -m nfb_encap recv "$2" "$3" "$FP_TMP/verdict.$3" &
+	ip netns exec "$1" python3 "$FP_DIR/nfb_encap.py" recv "$2" "$3" "$FP_TMP/verdict.$3" &
 	busywait 30000 test -e "$FP_TMP/verdict.$3.ready"
 }
 
@@ -108,7 +105,7 @@ fp_stream_verdict() {
 # the sender got no echo from the receiver.
 fp_stream() {
 	local name=$1 ns=$2 src=$3 dst=$4 port=$5 n=$6
-	if ! ip netns exec "$ns" taskset -c 0 python3 -m nfb_encap send "$src" "$dst" "$port" "$n"; then
+	if ! ip netns exec "$ns" taskset -c 0 python3 "$FP_DIR/nfb_encap.py" send "$src" "$dst" "$port" "$n"; then
 		log_fail "$name: no echo from the receiver"
 		# shellcheck disable=SC2034 # nfb.sh's test status
 		ret=1

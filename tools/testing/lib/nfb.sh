@@ -19,11 +19,6 @@ ksft_skip=4
 
 NFB_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 NFB_REPO=$(cd "$NFB_LIB/../../.." && pwd)
-# The library's Python modules, for "python3 -m nfb_encap": a module is
-# loaded from the bytecode tools/vm/run compiles on the host, where a
-# script given by its path is compiled again by every process (about a
-# second of a Python start-up under TCG).
-export PYTHONPATH=$NFB_LIB${PYTHONPATH:+:$PYTHONPATH}
 NFB_MODULE=nf_flow_bulk
 NS_LIST=()
 
