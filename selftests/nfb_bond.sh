@@ -219,12 +219,11 @@ qm_top() {
 # skb->vlan_tci. Offsets from the running kernel's BTF.
 pick_probe() {
 	if [ "$1" = on ]; then
-		local bt data head mh tci name
-		bt=$btf_sk_buff
-		data=$(sed -n 's|.*unsigned char \* *data; */\* *\([0-9]*\) .*|\1|p' <<<"$bt" | head -n 1)
-		head=$(sed -n 's|.*unsigned char \* *head; */\* *\([0-9]*\) .*|\1|p' <<<"$bt" | head -n 1)
-		mh=$(sed -n 's|.*__u16 *mac_header; */\* *\([0-9]*\) .*|\1|p' <<<"$bt" | head -n 1)
-		tci=$(sed -n 's|.*__u16 *vlan_tci; */\* *\([0-9]*\) .*|\1|p' <<<"$bt" | head -n 1)
+		local data head mh tci name
+		data=$(sed -n 's|.*unsigned char \* *data; */\* *\([0-9]*\) .*|\1|p' <<<"$btf_sk_buff" | head -n 1)
+		head=$(sed -n 's|.*unsigned char \* *head; */\* *\([0-9]*\) .*|\1|p' <<<"$btf_sk_buff" | head -n 1)
+		mh=$(sed -n 's|.*__u16 *mac_header; */\* *\([0-9]*\) .*|\1|p' <<<"$btf_sk_buff" | head -n 1)
+		tci=$(sed -n 's|.*__u16 *vlan_tci; */\* *\([0-9]*\) .*|\1|p' <<<"$btf_sk_buff" | head -n 1)
 		name=$(sed -n 's|.*char *name\[16\]; */\* *\([0-9]*\) .*|\1|p' <<<"$btf_net_device" | head -n 1)
 		if [ -z "$data" ] || [ -z "$head" ] || [ -z "$mh" ] || [ -z "$tci" ] || [ -z "$name" ]; then
 			log_fail "no offsets of sk_buff's data, head, mac_header, vlan_tci, net_device.name in the kernel's BTF"
